@@ -1,0 +1,1 @@
+"""Claims: who holds a claim, what it got, why it is stuck."""

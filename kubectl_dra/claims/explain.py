@@ -1,0 +1,98 @@
+"""``kubectl dra explain claim``: what a claim got, who holds it, and why it may be stuck."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from kubectl_dra.allocatable.devices import mapped_amounts
+from kubectl_dra.claims.findings import claim_findings
+from kubectl_dra.claims.reservations import ConsumerView, ReservationView, consumers, resolve
+from kubectl_dra.document import Document, Finding, Part
+from kubectl_dra.model.inventory import Inventory
+from kubectl_dra.model.resource import DeviceRequestAllocationResult, ResourceClaim, ResourceSlice
+
+
+class ClaimRef(Part):
+    namespace: str
+    name: str
+    uid: str
+    state: list[str]
+    node: str | None = None
+    finalizers: list[str] = Field(default_factory=list)
+    deletion_timestamp: str | None = None
+
+
+class DeviceView(Part):
+    request: str
+    driver: str
+    pool: str
+    device: str
+    share_id: str | None = Field(default=None, alias="shareID")
+    admin_access: bool | None = None
+    consumed_capacity: dict[str, str] | None = None
+    attributes: dict[str, Any] = Field(default_factory=dict)
+    capacity: dict[str, str] = Field(default_factory=dict)
+    node_allocatable: dict[str, str] = Field(default_factory=dict)
+    node_allocatable_overhead: dict[str, dict[str, str]] = Field(default_factory=dict)
+    resource_slice: str | None = None
+    found: bool = True
+    conditions: list[dict[str, str]] = Field(default_factory=list)
+    network_data: dict[str, Any] | None = None
+
+
+class ClaimExplanation(Document):
+    kind: str = "ClaimExplanation"
+    claim: ClaimRef
+    devices: list[DeviceView] = Field(default_factory=list)
+    reserved_for: list[ReservationView] = Field(default_factory=list)
+    reserved_for_limit: int = 256
+    consumers: list[ConsumerView] = Field(default_factory=list)
+    findings: list[Finding] = Field(default_factory=list)
+
+
+def _device_view(claim: ResourceClaim, result: DeviceRequestAllocationResult, inventory: Inventory) -> DeviceView:
+    rs, device = inventory.slice_device(result.driver, result.pool, result.device)
+    status = next((d for d in claim.status.devices
+                   if (d.driver, d.pool, d.device) == result.device_id and d.share_id == result.share_id), None)
+    view = DeviceView(
+        request=result.request, driver=result.driver, pool=result.pool, device=result.device,
+        shareID=result.share_id, admin_access=result.admin_access,
+        consumed_capacity={k: str(v) for k, v in result.consumed_capacity.items()}
+        if result.consumed_capacity is not None else None,
+        found=device is not None,
+        resource_slice=rs.name if isinstance(rs, ResourceSlice) else None,
+        conditions=[{"type": c.type, "status": c.status, "reason": c.reason} for c in status.conditions]
+        if status else [],
+        network_data=status.network_data.model_dump(by_alias=True, exclude_none=True)
+        if status and status.network_data else None,
+    )
+    if device is not None:
+        view.attributes = {k: a.value for k, a in device.attributes.items()}
+        view.capacity = {k: str(c.value) for k, c in device.capacity.items()}
+        view.node_allocatable = {k: str(v) for k, v in mapped_amounts(device, result).items()}
+        view.node_allocatable_overhead = {
+            k: {name: str(q) for name, q in (("perPod", e.overhead.per_pod), ("perContainer", e.overhead.per_container))
+                if q is not None}
+            for k, e in device.node_allocatable_resources.items() if e.overhead is not None
+        }
+    return view
+
+
+def explain_claim(claim: ResourceClaim, inventory: Inventory) -> ClaimExplanation:
+    results = claim.status.allocation.devices.results if claim.status.allocation else []
+    devices = [_device_view(claim, r, inventory) for r in results]
+    reservations = [resolve(ref, claim, inventory) for ref in claim.status.reserved_for]
+    users = consumers(claim, inventory)
+    deletion = claim.metadata.deletion_timestamp
+    return ClaimExplanation(
+        claim=ClaimRef(namespace=claim.namespace or "", name=claim.name, uid=claim.uid, state=claim.state(),
+                       node=claim.node_name, finalizers=claim.metadata.finalizers,
+                       deletion_timestamp=deletion.isoformat() if deletion else None),
+        devices=devices,
+        reserved_for=reservations,
+        consumers=users,
+        findings=claim_findings(claim, devices, reservations, users, inventory),
+        problems=[p.message for p in inventory.problems],
+    )

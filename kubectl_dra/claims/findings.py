@@ -1,0 +1,118 @@
+"""Findings about one claim: stable codes, each saying what is wrong and what to do next."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from kubectl_dra.document import Finding
+from kubectl_dra.model.inventory import Inventory
+from kubectl_dra.model.pod import Pod
+from kubectl_dra.model.resource import RESERVED_FOR_MAX, ResourceClaim
+
+if TYPE_CHECKING:
+    from kubectl_dra.claims.explain import DeviceView
+    from kubectl_dra.claims.reservations import ConsumerView, ReservationView
+
+DELETE_PROTECTION = "resource.kubernetes.io/delete-protection"
+NEAR_LIMIT = 0.9
+
+
+def _stale_reason(view: "ReservationView") -> str | None:
+    if view.resolved == "missing":
+        return f"pod {view.name} (uid {view.uid}) no longer exists"
+    if view.resolved == "uidMismatch":
+        return f"pod {view.name} was replaced: the entry holds uid {view.uid}, the pod now has another uid"
+    if view.resolved == "done":
+        return f"pod {view.name} has finished"
+    return None
+
+
+def claim_findings(claim: ResourceClaim, devices: list["DeviceView"], reservations: list["ReservationView"],
+                   users: list["ConsumerView"], inventory: Inventory) -> list[Finding]:
+    found: list[Finding] = []
+    ref = f"resourceclaim/{claim.namespace}/{claim.name}"
+
+    def add(code: str, severity: str, message: str) -> None:
+        found.append(Finding(code=code, severity=severity, message=message, object=ref))
+
+    stale = []
+    for view in reservations:
+        if view.resource == "pods":
+            reason = _stale_reason(view)
+            if reason:
+                stale.append(view)
+                add("StaleReservation", "warning",
+                    f"reservedFor entry pod/{view.name}: {reason}. The resourceclaim controller in "
+                    "kube-controller-manager should remove it; if it stays, check that controller's logs.")
+        elif view.resource == "podgroups":
+            if view.resolved == "missing":
+                stale.append(view)
+                add("StaleReservation", "warning",
+                    f"reservedFor entry podgroup/{view.name}: the PodGroup no longer exists. The scheduler "
+                    "or kube-controller-manager should drop it.")
+            elif view.deleting:
+                add("PodGroupDeleting", "info",
+                    f"PodGroup {view.name} is being deleted; its reservation (and the devices) are released "
+                    f"once its {len(view.pods)} member pod(s) have finished.")
+        elif view.resolved == "missing":
+            stale.append(view)
+            add("StaleReservation", "warning",
+                f"reservedFor entry {view.resource}/{view.name}: the object no longer exists; the controller "
+                "that added it should remove it.")
+
+    if claim.allocated and reservations and len(stale) == len(reservations):
+        add("DeallocationBlocked", "error",
+            f"every reservation ({len(stale)}) is stale, so the devices stay allocated to nobody. Once the "
+            "entries are removed the claim is deallocated; if kube-controller-manager does not do it, "
+            "its resourceclaim controller is not running or cannot update this claim.")
+
+    if len(reservations) >= NEAR_LIMIT * RESERVED_FOR_MAX:
+        add("ReservedForNearLimit", "warning" if len(reservations) < RESERVED_FOR_MAX else "error",
+            f"{len(reservations)} of {RESERVED_FOR_MAX} reservedFor entries are used; further pods cannot use "
+            "this claim. Share it through a PodGroup reservation or split the workload over several claims.")
+
+    for user in users:
+        if user.reserved or user.phase in ("Succeeded", "Failed"):
+            continue
+        if user.node and claim.allocated:
+            add("ReferencedButNotReserved", "error",
+                f"pod {user.pod} on {user.node} uses the claim but is not in reservedFor; the kubelet will refuse "
+                f"it with \"is not allowed to use ResourceClaim\". The scheduler reserves claims when it binds "
+                "a pod: a pod bound by something else (nodeName set directly) never gets the reservation.")
+
+    mapped = [d for d in devices if d.node_allocatable]
+    pod_entries = [v for v in reservations if v.resource == "pods" and v.resolved in ("exists", "done")]
+    if mapped and len(pod_entries) + sum(1 for v in reservations if v.resource == "podgroups") > 1:
+        add("MappedClaimShared", "error",
+            f"device {mapped[0].driver}/{mapped[0].pool}/{mapped[0].device} maps to node allocatable "
+            "(cpu/memory/hugepages), so the claim may serve one pod only; it is reserved for "
+            f"{len(reservations)} consumers. Give each pod its own claim (a ResourceClaimTemplate).")
+
+    for device in devices:
+        if not device.found and "ResourceSlice" in inventory.read_kinds:
+            add("AllocatedDeviceMissing", "error",
+                f"allocated device {device.driver}/{device.pool}/{device.device} is in no ResourceSlice: the "
+                "driver stopped publishing it or the node is gone. Pods using it cannot start; delete and "
+                "recreate the claim (or its pods) to allocate again.")
+
+    if claim.deleted and claim.allocated:
+        holders = f" (finalizer {DELETE_PROTECTION})" if DELETE_PROTECTION in claim.metadata.finalizers else ""
+        add("DeletedButAllocated", "warning",
+            f"the claim was deleted but is still allocated{holders}; it disappears once no pod is reserved "
+            "and the devices are released.")
+
+    if not claim.allocated and not claim.deleted and not users and "Pod" in inventory.read_kinds:
+        add("PendingNoConsumers", "info",
+            "no pod references this claim, so nothing asks the scheduler to allocate it.")
+
+    if devices and any(d.node_allocatable or d.node_allocatable_overhead for d in devices):
+        for view in pod_entries:
+            pod = inventory.by_uid(view.uid)
+            if isinstance(pod, Pod) and not any(
+                    s.resource_claim_name == claim.name for s in pod.status.node_allocatable_resource_claim_statuses):
+                add("NodeAllocatableGateOff", "warning",
+                    f"the allocated device declares node-allocatable resources but pod {pod.key} has no "
+                    "status.nodeAllocatableResourceClaimStatuses entry for this claim: the "
+                    "DRANodeAllocatableResources gate is probably off in kube-scheduler, so the node "
+                    "is overcommitted by the device's amounts.")
+    return found

@@ -1,0 +1,113 @@
+"""Resolving ``status.reservedFor`` entries and finding a claim's consumers.
+
+Pods are matched by UID (a pod with the same name and another UID is a replacement, and the
+entry is stale); PodGroups by name within the claim's namespace, as ``IsReservedForPod`` does;
+other references (workload objects, KEP-5194's proposal) by resource and name.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from kubectl_dra.document import Part
+from kubectl_dra.model.base import KubeObject
+from kubectl_dra.model.inventory import Inventory
+from kubectl_dra.model.pod import Pod
+from kubectl_dra.model.registry import MODELS
+from kubectl_dra.model.resource import ResourceClaim, ResourceClaimConsumerReference
+from kubectl_dra.model.scheduling import PodGroup
+from kubectl_dra.model.workloads import ReplicaSet
+
+Resolved = Literal["exists", "missing", "uidMismatch", "done", "unknown"]
+
+
+class ReservationView(Part):
+    api_group: str = ""
+    resource: str
+    name: str
+    uid: str
+    resolved: Resolved
+    pods: list[str] = Field(default_factory=list)  # namespace/name of the pods behind the entry
+    node: str | None = None  # for a pod entry: where that pod runs
+    deleting: bool = False
+
+
+class ConsumerView(Part):
+    pod: str  # namespace/name
+    reserved: bool
+    node: str | None = None
+    phase: str | None = None
+    via: str = "resourceClaimName"  # resourceClaimName | template | extendedResource
+
+
+def is_reserved_for_pod(claim: ResourceClaim, pod: Pod) -> bool:
+    """The kubelet's check: the pod's UID is listed, or its PodGroup is (by name)."""
+    group = pod.pod_group_name
+    return any(ref.uid == pod.uid or (group and ref.is_pod_group and ref.name == group)
+               for ref in claim.status.reserved_for)
+
+
+def _model_for(ref: ResourceClaimConsumerReference) -> type[KubeObject] | None:
+    return next((m for m in MODELS if m.PLURAL == ref.resource and m.GROUP == (ref.api_group or "")), None)
+
+
+def _owned_pods(inventory: Inventory, owner: KubeObject) -> list[Pod]:
+    """Pods controlled by ``owner``, directly or through one ReplicaSet (Deployment)."""
+    owners = {owner.uid}
+    owners |= {rs.uid for rs in inventory.all(ReplicaSet)
+               if (ctl := rs.metadata.controller()) and ctl.uid == owner.uid}
+    return [p for p in inventory.all(Pod) if (ctl := p.metadata.controller()) and ctl.uid in owners]
+
+
+def resolve(ref: ResourceClaimConsumerReference, claim: ResourceClaim, inventory: Inventory) -> ReservationView:
+    base = dict(api_group=ref.api_group or "", resource=ref.resource, name=ref.name, uid=ref.uid)
+    ns = claim.namespace
+    if ref.is_pod:
+        if "Pod" not in inventory.read_kinds:
+            return ReservationView(**base, resolved="unknown")
+        pod = inventory.by_uid(ref.uid)
+        if isinstance(pod, Pod):
+            return ReservationView(**base, resolved="done" if pod.is_done else "exists",
+                                   pods=[pod.key], node=pod.node_name,
+                                   deleting=pod.metadata.deletion_timestamp is not None)
+        same_name = inventory.get(Pod, ns, ref.name)
+        if same_name is not None:
+            return ReservationView(**base, resolved="uidMismatch", pods=[same_name.key], node=same_name.node_name)
+        return ReservationView(**base, resolved="missing")
+    if ref.is_pod_group:
+        if "PodGroup" not in inventory.read_kinds:
+            return ReservationView(**base, resolved="unknown")
+        group = inventory.get(PodGroup, ns, ref.name)
+        members = [p.key for p in inventory.all(Pod) if p.namespace == ns and p.pod_group_name == ref.name]
+        if group is None:
+            return ReservationView(**base, resolved="missing", pods=members)
+        if ref.uid and group.uid and ref.uid != group.uid:
+            return ReservationView(**base, resolved="uidMismatch", pods=members)
+        return ReservationView(**base, resolved="exists", pods=members, deleting=group.deleting)
+    model = _model_for(ref)
+    if model is None or model.KIND not in inventory.read_kinds:
+        return ReservationView(**base, resolved="unknown")
+    obj = inventory.get(model, ns if model.NAMESPACED else None, ref.name)
+    if obj is None:
+        return ReservationView(**base, resolved="missing")
+    if ref.uid and obj.uid and ref.uid != obj.uid:
+        return ReservationView(**base, resolved="uidMismatch")
+    return ReservationView(**base, resolved="exists", pods=[p.key for p in _owned_pods(inventory, obj)],
+                           deleting=obj.metadata.deletion_timestamp is not None)
+
+
+def consumers(claim: ResourceClaim, inventory: Inventory) -> list[ConsumerView]:
+    views = []
+    for pod in inventory.pods_by_claim().get((claim.namespace, claim.name), []):
+        via = "resourceClaimName"
+        for pc in pod.spec.resource_claims:
+            if pod.claim_object_name(pc) == claim.name:
+                via = "resourceClaimName" if pc.resource_claim_name else "template"
+                break
+        else:
+            via = "extendedResource"
+        views.append(ConsumerView(pod=pod.key, reserved=is_reserved_for_pod(claim, pod),
+                                  node=pod.node_name, phase=pod.status.phase or None, via=via))
+    return sorted(views, key=lambda v: v.pod)

@@ -1,0 +1,71 @@
+"""``kubectl dra``: the command line. Only click is imported here, so ``--help`` starts fast."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from kubectl_dra.cli.exitcodes import EPILOG, ExitStatus
+from kubectl_dra.cli.lazy import LazyGroup
+from kubectl_dra.cli.options import root_kube_options
+
+COMMANDS = {
+    "claims": ("kubectl_dra.cli.claims:claims", "List ResourceClaims: state, node, devices, reservations."),
+    "explain": ("kubectl_dra.cli.explain:explain", "Explain one claim: devices, reservations, consumers, findings."),
+    "snapshot": ("kubectl_dra.cli.snapshot:snapshot", "Save every object kubectl-dra reads, for offline use."),
+    "options": ("kubectl_dra.cli.version:options", "List the connection flags every command accepts."),
+    "version": ("kubectl_dra.cli.version:version", "Print the kubectl-dra version."),
+}
+
+
+class RootGroup(LazyGroup):
+    """Turns the errors a user can act on into one stderr line and a documented exit code."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.Exit, click.ClickException, click.Abort):
+            raise
+        except KeyboardInterrupt:
+            ctx.exit(ExitStatus.INTERRUPTED)
+        except Exception as exc:  # noqa: BLE001 - the one place that maps errors to exit codes
+            from kubectl_dra.errors import DRAError
+
+            env = ctx.obj
+            if isinstance(exc, DRAError):
+                env.error(f"error: {exc}")
+                ctx.exit(ExitStatus.ERROR)
+            if ctx.meta.get("kube_flags", {}).get("debug") or "--debug" in sys.argv[1:]:
+                raise
+            env.error(f"error: unexpected {type(exc).__name__}: {exc} (this is a bug; run with --debug "
+                      "for a traceback)")
+            ctx.exit(ExitStatus.ERROR)
+
+
+@click.group(cls=RootGroup, lazy_commands=COMMANDS, epilog=EPILOG,
+             context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@root_kube_options
+@click.pass_context
+def cli(ctx: click.Context) -> None:
+    """Make Kubernetes Dynamic Resource Allocation debuggable.
+
+    \b
+    Examples:
+      kubectl dra claims -A                      # every claim, its devices and holders
+      kubectl dra explain claim gpu-claim -n ml  # why a claim is (still) allocated
+      kubectl dra claims --snapshot bundle/      # the same, offline, from saved files
+
+    Connection flags (--kubeconfig, --context, -n, ...) work as in kubectl and may be given
+    before or after the command; `kubectl dra options` lists them.
+    """
+    if ctx.obj is None:
+        from kubectl_dra.env import Environment
+
+        ctx.obj = Environment(program=ctx.info_name or "kubectl dra")
+
+
+def main() -> None:
+    from kubectl_dra.env import program_name
+
+    cli.main(prog_name=program_name(sys.argv[0]))

@@ -1,0 +1,55 @@
+"""``kubectl dra claims``."""
+
+from __future__ import annotations
+
+import click
+
+from kubectl_dra.cli.exitcodes import EPILOG
+from kubectl_dra.cli.options import kube_options, output_options
+
+
+@click.command("claims", epilog=EPILOG)
+@kube_options
+@output_options()
+@click.option("-l", "--selector", metavar="SELECTOR", help="Label selector for claims, e.g. app=trainer.")
+@click.pass_context
+def claims(ctx: click.Context, kube, output, selector: str | None) -> None:
+    """List ResourceClaims with their state, node, devices and reservations.
+
+    \b
+    Columns: NAMESPACE (with -A) NAME STATE NODE DEVICES RESERVED-FOR AGE;
+    -o wide adds DRIVER POOL PODS GROUPS. STATE is kubectl's: pending,
+    allocated, reserved, deleted.
+
+    \b
+    Examples:
+      kubectl dra claims -A
+      kubectl dra claims -n ml -o wide
+      kubectl dra claims -A --snapshot examples/cluster -o json
+    """
+    from kubectl_dra.claims.summary import list_claims
+    from kubectl_dra.cli.runtime import open_source, report_problems
+    from kubectl_dra.kube.reads import ReadRequest
+    from kubectl_dra.model.pod import Pod
+    from kubectl_dra.model.resource import ResourceClaim
+    from kubectl_dra.printers.claims import claim_names, claim_table
+    from kubectl_dra.printers.output import emit
+    from kubectl_dra.printers.style import Style
+
+    env = ctx.obj
+    env.color = output.color
+    opened = open_source(kube)
+    inventory = opened.source.read([
+        ReadRequest(ResourceClaim, opened.namespace, label_selector=selector),
+        ReadRequest(Pod, opened.namespace),
+    ])
+    result = list_claims(inventory)
+    show_namespace = opened.namespace is None
+    emit(env, result, output,
+         text=lambda: claim_table(result, now=env.now(), all_namespaces=show_namespace, wide=output.wide,
+                                  no_headers=output.no_headers, style=Style(env.use_color)),
+         names=lambda: claim_names(result))
+    if not result.items and output.format in ("table", "wide") and not inventory.problems:
+        where = "in any namespace" if show_namespace else f"in namespace {opened.namespace}"
+        env.error(f"No resources found {where}.")
+    ctx.exit(report_problems(env, inventory))

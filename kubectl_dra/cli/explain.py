@@ -1,0 +1,73 @@
+"""``kubectl dra explain claim NAME``."""
+
+from __future__ import annotations
+
+import click
+
+from kubectl_dra.cli.exitcodes import EPILOG
+from kubectl_dra.cli.options import kube_options, output_options
+
+
+@click.group("explain", epilog=EPILOG)
+def explain() -> None:
+    """Explain one object: what it got, who holds it, what is wrong."""
+
+
+@explain.command("claim", epilog=EPILOG)
+@kube_options
+@output_options(formats=("tree", "json", "yaml"), default="tree")
+@click.argument("name")
+@click.pass_context
+def claim(ctx: click.Context, kube, output, name: str) -> None:
+    """Explain a ResourceClaim: devices, reservations, consumers and findings.
+
+    \b
+    Every status.reservedFor entry is resolved: pods by UID (exists, missing,
+    uidMismatch = replaced pod, done = finished), PodGroups by name, other
+    objects by resource and name. Consumers are the pods that reference the
+    claim. Findings have stable codes (see the README).
+
+    \b
+    Examples:
+      kubectl dra explain claim trainer-gpus -n ml
+      kubectl dra explain claim trainer-gpus -n ml -o json
+    """
+    from kubectl_dra.claims.explain import explain_claim
+    from kubectl_dra.cli.runtime import open_source, report_problems
+    from kubectl_dra.errors import NotFoundError
+    from kubectl_dra.kube.reads import ReadRequest
+    from kubectl_dra.model.pod import Pod
+    from kubectl_dra.model.registry import MODELS
+    from kubectl_dra.model.resource import ResourceClaim, ResourceSlice
+    from kubectl_dra.model.scheduling import PodGroup
+    from kubectl_dra.model.workloads import ReplicaSet
+    from kubectl_dra.printers.claims import claim_tree
+    from kubectl_dra.printers.output import emit
+    from kubectl_dra.printers.style import Style
+
+    env = ctx.obj
+    env.color = output.color
+    opened = open_source(kube)
+    namespace = kube.namespace or opened.default_namespace
+    first = opened.source.read([ReadRequest(ResourceClaim, namespace, field_selector=f"metadata.name={name}")])
+    found = first.get(ResourceClaim, namespace, name)
+    if found is None:
+        report_problems(env, first)
+        raise NotFoundError(f'resourceclaim "{name}" not found in namespace {namespace}'
+                            + (f" ({opened.source.description})" if not opened.live else ""))
+    requests = [ReadRequest(Pod, namespace), ReadRequest(ResourceSlice)]
+    refs = found.status.reserved_for
+    if any(r.is_pod_group for r in refs):
+        requests.append(ReadRequest(PodGroup, namespace, required=False))
+    other = {(r.api_group or "", r.resource) for r in refs if not r.is_pod and not r.is_pod_group}
+    for model in MODELS:
+        if (model.GROUP, model.PLURAL) in other:
+            requests.append(ReadRequest(model, namespace if model.NAMESPACED else None, required=False))
+            if model.KIND == "Deployment":
+                requests.append(ReadRequest(ReplicaSet, namespace, required=False))
+    inventory = opened.source.read(requests)
+    inventory.add(found)
+    inventory.problems[:0] = first.problems
+    result = explain_claim(found, inventory)
+    emit(env, result, output, text=lambda: claim_tree(result, Style(env.use_color)))
+    ctx.exit(report_problems(env, inventory))

@@ -1,0 +1,55 @@
+"""``kubectl dra snapshot -o DIR``: a support bundle that ``--snapshot DIR`` reads back."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from kubectl_dra.cli.exitcodes import EPILOG
+from kubectl_dra.cli.options import kube_options
+
+
+@click.command("snapshot", epilog=EPILOG)
+@kube_options
+@click.option("-o", "--output-dir", "output_dir", required=True, metavar="DIR",
+              type=click.Path(file_okay=False, path_type=Path), help="Directory to write (created if missing).")
+@click.option("--no-headers", is_flag=True, help="Print the summary without the header line.")
+@click.pass_context
+def snapshot(ctx: click.Context, kube, output_dir: Path, no_headers: bool) -> None:
+    """Save every object kubectl-dra reads, one file per kind.
+
+    \b
+    Reads Pods, Nodes, ResourceClaims, ResourceClaimTemplates, ResourceSlices,
+    DeviceClasses, PodGroups, Deployments, ReplicaSets, StatefulSets, Jobs and,
+    where Karpenter is installed, NodePools, NodeClaims and NodeOverlays: one
+    list call per kind. Objects are saved exactly as the server returned them.
+    Kinds the cluster does not serve or you may not list are skipped with a
+    warning. Secrets and ConfigMaps are never read.
+
+    \b
+    Examples:
+      kubectl dra snapshot -o bundle/ -A
+      kubectl dra claims -A --snapshot bundle/
+    """
+    from kubectl_dra.cli.runtime import open_source, report_problems
+    from kubectl_dra.kube.reads import ReadRequest
+    from kubectl_dra.kube.snapshot import write_snapshot
+    from kubectl_dra.model.registry import MODELS
+    from kubectl_dra.printers.table import Column, render
+
+    env = ctx.obj
+    opened = open_source(kube)
+    required = {"Pod", "Node", "ResourceClaim", "ResourceSlice"}
+    inventory = opened.source.read(
+        [ReadRequest(m, opened.namespace, required=m.KIND in required) for m in MODELS])
+    by_kind = {m: [obj.raw for obj in inventory.all(m)] for m in MODELS if m.KIND in inventory.read_kinds}
+    try:
+        files = write_snapshot(output_dir, by_kind)
+    except OSError as exc:
+        from kubectl_dra.errors import InputError
+
+        raise InputError(f"cannot write snapshot to {output_dir}: {exc.strerror or exc}") from None
+    rows = [[m.KIND, str(len(items)), str(path)] for (m, items), path in zip(by_kind.items(), files)]
+    env.write(render([Column("KIND"), Column("OBJECTS"), Column("FILE")], rows, no_headers=no_headers))
+    ctx.exit(report_problems(env, inventory))

@@ -1,0 +1,67 @@
+"""The one environment a command runs in: streams, tty, colour, clock, program name.
+
+Injected into every command (as httpie does) so tests can swap streams and the clock, and so a
+command never reaches for ``sys.stdout`` or ``datetime.now`` itself.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Callable, TextIO
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+@dataclass
+class Environment:
+    """``stdout``/``stderr`` left as None mean "sys.stdout/sys.stderr at the time of writing",
+    which is what click's test runner swaps."""
+
+    out: TextIO | None = None
+    err: TextIO | None = None
+    stdout_isatty: bool | None = None
+    color: str = "auto"  # auto | always | never
+    environ: dict[str, str] = field(default_factory=lambda: dict(os.environ))
+    now: Callable[[], datetime] = _now
+    program: str = "kubectl dra"
+
+    @property
+    def stdout(self) -> TextIO:
+        return self.out or sys.stdout
+
+    @property
+    def stderr(self) -> TextIO:
+        return self.err or sys.stderr
+
+    @property
+    def isatty(self) -> bool:
+        if self.stdout_isatty is not None:
+            return self.stdout_isatty
+        check = getattr(self.stdout, "isatty", None)
+        return bool(check and check())
+
+    @property
+    def use_color(self) -> bool:
+        """``always``/``never`` as told; ``auto`` = a terminal, unless NO_COLOR or TERM=dumb."""
+        if self.color == "always":
+            return True
+        if self.color == "never":
+            return False
+        return self.isatty and "NO_COLOR" not in self.environ and self.environ.get("TERM") != "dumb"
+
+    def write(self, text: str) -> None:
+        self.stdout.write(text)
+
+    def error(self, text: str) -> None:
+        self.stderr.write(text.rstrip("\n") + "\n")
+
+
+def program_name(argv0: str) -> str:
+    """``kubectl dra`` when run as a kubectl plugin (or its executable), as krew recommends."""
+    base = os.path.basename(argv0)
+    return "kubectl dra" if base.startswith("kubectl-") or base == "kubectl" else base

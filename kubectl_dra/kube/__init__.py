@@ -1,0 +1,1 @@
+"""Talking to Kubernetes: kubeconfig and in-cluster configuration, API reads, snapshot files."""

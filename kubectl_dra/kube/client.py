@@ -1,0 +1,114 @@
+"""One HTTP session with an API server, through the official client, returning raw JSON.
+
+DRA and scheduling objects change shape between minor versions, so we fetch raw JSON and parse
+it into our own tolerant views (ecosystem.md §2.3) instead of the client's strict models. Every
+call carries a timeout; GETs are retried on 429/5xx by urllib3's ``Retry`` (honouring
+Retry-After), which the client installs in its connection pool.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Mapping, Sequence
+
+from kubectl_dra.errors import ApiError
+
+DEFAULT_TIMEOUT = (10.0, 60.0)
+"""(connect, read) seconds when the user did not pass ``--request-timeout``."""
+
+RETRY_STATUSES = (429, 500, 502, 503, 504)
+
+
+def retry_policy(total: int = 4, backoff: float = 0.25):
+    from urllib3.util.retry import Retry
+
+    return Retry(
+        total=total,
+        connect=2,
+        read=0,  # a read timeout is not retried: the user asked for a bound
+        status=total,
+        status_forcelist=RETRY_STATUSES,
+        allowed_methods=frozenset({"GET", "HEAD"}),
+        backoff_factor=backoff,
+        respect_retry_after_header=True,
+        raise_on_status=False,
+    )
+
+
+def status_message(status: int, body: bytes, fallback: str) -> str:
+    """The ``message`` of a Kubernetes Status body, or the HTTP reason."""
+    try:
+        doc = json.loads(body)
+        if isinstance(doc, dict) and doc.get("message"):
+            return str(doc["message"])
+    except ValueError:
+        pass
+    return fallback or f"HTTP {status}"
+
+
+class Session:
+    """GET JSON from one API server with the user's credentials, timeout and impersonation."""
+
+    def __init__(self, configuration, *, request_timeout: float | None = None,
+                 headers: Mapping[str, Any] | None = None, retries=None):
+        from kubernetes.client import ApiClient
+
+        if configuration.retries is None:
+            configuration.retries = retries if retries is not None else retry_policy()
+        self.configuration = configuration
+        self.api_client = ApiClient(configuration)
+        self.timeout = request_timeout if request_timeout else DEFAULT_TIMEOUT
+        self.headers = dict(headers or {})
+        self.server = configuration.host
+
+    def close(self) -> None:
+        self.api_client.close()
+
+    def get(self, path: str, query: Sequence[tuple[str, str]] = ()) -> dict:
+        """GET ``path`` and return the decoded JSON object; raise :class:`ApiError` otherwise."""
+        import urllib3
+
+        headers = {"Accept": "application/json", **self.headers}
+        method, url, header_params, _, _ = self.api_client.param_serialize(
+            method="GET", resource_path=path, query_params=list(query),
+            header_params=headers, auth_settings=["BearerToken"],
+        )
+        try:
+            response = self.api_client.call_api(method, url, header_params=header_params,
+                                                _request_timeout=self.timeout)
+            body = response.read()
+        except urllib3.exceptions.MaxRetryError as exc:
+            raise ApiError(self._unreachable(exc.reason)) from None
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise ApiError(self._unreachable(exc)) from None
+        except Exception as exc:  # the client wraps TLS failures in ApiException(status=0)
+            if getattr(exc, "status", None) == 0:
+                raise ApiError(self._unreachable(getattr(exc, "reason", exc))) from None
+            raise
+        if response.status >= 400:
+            raise ApiError(status_message(response.status, body, response.reason), status=response.status)
+        try:
+            doc = json.loads(body)
+        except ValueError:
+            raise ApiError(f"{self.server}{path}: the server did not answer with JSON") from None
+        if not isinstance(doc, dict):
+            raise ApiError(f"{self.server}{path}: unexpected answer (not an object)")
+        return doc
+
+    def _unreachable(self, reason: object) -> str:
+        text = str(reason)
+        if "CERTIFICATE_VERIFY_FAILED" in text or "SSLError" in text or "certificate" in text.lower():
+            return (f"TLS error talking to {self.server}: {_short(text)} "
+                    "(check certificate-authority, or --insecure-skip-tls-verify for a test cluster)")
+        if "timed out" in text.lower() or "timeout" in text.lower():
+            return f"the API server at {self.server} did not answer in time ({_short(text)})"
+        return f"cannot reach the API server at {self.server}: {_short(text)}"
+
+
+def _short(text: str) -> str:
+    """urllib3 reasons embed object reprs; keep the human part."""
+    for marker in ("Connection refused", "Name or service not known", "No route to host",
+                   "CERTIFICATE_VERIFY_FAILED", "timed out", "Connection reset"):
+        if marker in text:
+            return marker.lower() if marker[0].isupper() and marker != "CERTIFICATE_VERIFY_FAILED" else marker
+    return text.splitlines()[0][:200] if text else "unknown error"

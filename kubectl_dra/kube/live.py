@@ -1,0 +1,132 @@
+"""Reading a live cluster: discovery once, then one paginated list per kind.
+
+Never one GET per object: commands read whole kinds and join in memory, so the number of calls
+depends on the number of kinds, not on the size of the cluster.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Iterator
+
+from kubectl_dra.errors import ApiError, InputError
+from kubectl_dra.kube.client import Session
+from kubectl_dra.kube.reads import ReadRequest
+from kubectl_dra.model.inventory import Inventory
+from kubectl_dra.model.registry import parse_object
+
+PAGE_SIZE = 500  # kubectl's --chunk-size default
+MAX_LIST_RESTARTS = 3
+
+
+class ServedVersions:
+    """Which versions of each API group the server serves, in its preference order."""
+
+    def __init__(self, groups: dict[str, list[str]]):
+        self.groups = groups
+
+    @classmethod
+    def discover(cls, session: Session) -> "ServedVersions":
+        doc = session.get("/apis")
+        groups: dict[str, list[str]] = {"": ["v1"]}
+        for group in doc.get("groups") or []:
+            preferred = (group.get("preferredVersion") or {}).get("version")
+            versions = [v.get("version") for v in group.get("versions") or [] if v.get("version")]
+            if preferred in versions:  # preferred first, then the server's order
+                versions.remove(preferred)
+                versions.insert(0, preferred)
+            groups[group.get("name", "")] = versions
+        return cls(groups)
+
+    def choose(self, group: str, known: Iterable[str]) -> str | None:
+        """The version to read: the first we know (newest first) that the server serves."""
+        served = self.groups.get(group, [])
+        return next((v for v in known if v in served), None)
+
+
+class LiveSource:
+    """Objects from an API server, through one :class:`Session`."""
+
+    def __init__(self, session: Session):
+        self.session = session
+        self._served: ServedVersions | None = None
+
+    @property
+    def description(self) -> str:
+        return self.session.server
+
+    def served(self) -> ServedVersions:
+        if self._served is None:
+            self._served = ServedVersions.discover(self.session)
+        return self._served
+
+    def read(self, requests: Iterable[ReadRequest]) -> Inventory:
+        inventory = Inventory()
+        for request in requests:
+            self._read_kind(request, inventory)
+        return inventory
+
+    def _read_kind(self, request: ReadRequest, inventory: Inventory) -> None:
+        model = request.model
+        version = model.VERSIONS[0] if not model.GROUP else self.served().choose(model.GROUP, model.VERSIONS)
+        if version is None:
+            served = self.served().groups.get(model.GROUP)
+            detail = (f"it serves {model.GROUP} {', '.join(served)}" if served else f"{model.GROUP} is not served")
+            inventory.problem(
+                f"cannot read {model.KIND} objects: this tool reads {model.GROUP} "
+                f"{', '.join(model.VERSIONS)} and {detail}",
+                kind=model.KIND, severity="error" if request.required else "warning")
+            return
+        api_version = f"{model.GROUP}/{version}" if model.GROUP else version
+        try:
+            for raw in self.list_raw(request, api_version):
+                try:
+                    obj = parse_object(raw)
+                except InputError as exc:
+                    inventory.problem(f"skipped invalid object: {exc}", kind=model.KIND)
+                    continue
+                if obj is not None:
+                    inventory.add(obj)
+            inventory.read_kinds.add(model.KIND)
+        except ApiError as exc:
+            if exc.status in (403, 404):
+                verb = "list" if exc.status == 403 else "find"
+                inventory.problem(f"cannot {verb} {request.resource}: {exc}", kind=model.KIND,
+                                  severity="error" if request.required else "warning")
+                return
+            raise
+
+    def list_raw(self, request: ReadRequest, api_version: str) -> Iterator[dict]:
+        """Every object of one kind, page by page; a list whose continue token expired restarts."""
+        model = request.model
+        base = "/api/" + api_version if not model.GROUP else "/apis/" + api_version
+        if model.NAMESPACED and request.namespace:
+            path = f"{base}/namespaces/{request.namespace}/{model.PLURAL}"
+        else:
+            path = f"{base}/{model.PLURAL}"
+        restarts = 0
+        while True:
+            token, seen = None, []
+            try:
+                while True:
+                    query = [("limit", str(PAGE_SIZE))]
+                    if request.label_selector:
+                        query.append(("labelSelector", request.label_selector))
+                    if request.field_selector:
+                        query.append(("fieldSelector", request.field_selector))
+                    if token:
+                        query.append(("continue", token))
+                    page = self.session.get(path, query)
+                    for item in page.get("items") or []:
+                        if isinstance(item, dict):
+                            item.setdefault("apiVersion", api_version)
+                            item.setdefault("kind", model.KIND)
+                            seen.append(item)
+                    token = (page.get("metadata") or {}).get("continue")
+                    if not token:
+                        yield from seen
+                        return
+            except ApiError as exc:
+                if exc.status == 410 and token and restarts < MAX_LIST_RESTARTS:
+                    restarts += 1  # the snapshot behind the token expired: list again from the start
+                    continue
+                raise

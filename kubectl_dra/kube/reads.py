@@ -1,0 +1,21 @@
+"""What a command asks to read: one :class:`ReadRequest` per kind."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kubectl_dra.model.base import KubeObject
+
+
+@dataclass(frozen=True)
+class ReadRequest:
+    model: type[KubeObject]
+    namespace: str | None = None  # None = every namespace (ignored for cluster-scoped kinds)
+    label_selector: str | None = None
+    field_selector: str | None = None
+    required: bool = True  # False: a cluster without this API is normal (e.g. Karpenter kinds)
+
+    @property
+    def resource(self) -> str:
+        """``resourceclaims.resource.k8s.io`` — how RBAC messages and kubectl name a resource."""
+        return f"{self.model.PLURAL}.{self.model.GROUP}" if self.model.GROUP else self.model.PLURAL

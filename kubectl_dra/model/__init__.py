@@ -1,0 +1,1 @@
+"""Pydantic views of the Kubernetes objects kubectl-dra reads (tolerant of unknown fields)."""

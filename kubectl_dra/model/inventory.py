@@ -1,0 +1,94 @@
+"""The set of objects one command works on, from a cluster or a snapshot, with indexes.
+
+The core takes an :class:`Inventory` and never asks where the objects came from. Reads that
+failed (a forbidden kind, an invalid object) are recorded as :class:`Problem` entries so a result
+can say what it could not see instead of silently pretending.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Iterable, Literal, TypeVar
+
+from pydantic import BaseModel
+
+from kubectl_dra.model.base import KubeObject
+from kubectl_dra.model.pod import Pod
+from kubectl_dra.model.resource import ResourceClaim, ResourceSlice
+
+T = TypeVar("T", bound=KubeObject)
+
+
+class Problem(BaseModel):
+    """Something that could not be read; ``kind`` names what is missing from the result."""
+
+    severity: Literal["error", "warning"] = "error"
+    message: str
+    kind: str | None = None
+
+
+class Inventory:
+    def __init__(self) -> None:
+        self._by_type: dict[type, list[KubeObject]] = defaultdict(list)
+        self._by_key: dict[tuple[type, str | None, str], KubeObject] = {}
+        self._by_uid: dict[str, KubeObject] = {}
+        self.documents: dict[str, list[dict]] = defaultdict(list)  # our own kinds, raw
+        self.problems: list[Problem] = []
+        self.read_kinds: set[str] = set()  # kinds that were actually read (even if empty)
+        self._cache: dict[str, dict] = {}  # derived indexes, dropped whenever an object is added
+
+    def add(self, obj: KubeObject | dict) -> None:
+        self._cache.clear()
+        if isinstance(obj, dict):
+            self.documents[obj["kind"]].append(obj)
+            return
+        key = (type(obj), obj.namespace, obj.name)
+        if key in self._by_key:  # the same object twice (overlapping snapshot files): last wins
+            self._by_type[type(obj)].remove(self._by_key[key])
+        self._by_type[type(obj)].append(obj)
+        self._by_key[key] = obj
+        if obj.uid:
+            self._by_uid[obj.uid] = obj
+
+    def extend(self, objects: Iterable[KubeObject | dict]) -> None:
+        for obj in objects:
+            self.add(obj)
+
+    def problem(self, message: str, *, kind: str | None = None, severity: str = "error") -> None:
+        self.problems.append(Problem(message=message, kind=kind, severity=severity))
+
+    def all(self, model: type[T]) -> list[T]:
+        return list(self._by_type.get(model, ()))  # type: ignore[arg-type]
+
+    def get(self, model: type[T], namespace: str | None, name: str) -> T | None:
+        return self._by_key.get((model, namespace, name))  # type: ignore[return-value]
+
+    def by_uid(self, uid: str) -> KubeObject | None:
+        return self._by_uid.get(uid)
+
+    def count(self) -> int:
+        return sum(len(v) for v in self._by_type.values()) + sum(len(v) for v in self.documents.values())
+
+    # Indexes the claim analysis needs often; computed on demand and cached.
+    def pods_by_claim(self) -> dict[tuple[str, str], list[Pod]]:
+        """(namespace, ResourceClaim name) -> pods that reference it."""
+        if "pods_by_claim" not in self._cache:
+            index: dict[tuple[str, str], list[Pod]] = defaultdict(list)
+            for pod in self.all(Pod):
+                for claim_name in set(pod.referenced_claim_names().values()):
+                    if claim_name:
+                        index[(pod.namespace, claim_name)].append(pod)
+            self._cache["pods_by_claim"] = index
+        return self._cache["pods_by_claim"]
+
+    def slice_device(self, driver: str, pool: str, device: str):
+        """The ResourceSlice and device an allocation result points at, or (None, None)."""
+        if "devices" not in self._cache:
+            self._cache["devices"] = {
+                (rs.spec.driver, rs.spec.pool.name, dev.name): (rs, dev)
+                for rs in self.all(ResourceSlice) for dev in rs.spec.devices
+            }
+        return self._cache["devices"].get((driver, pool, device), (None, None))
+
+    def claims(self) -> list[ResourceClaim]:
+        return self.all(ResourceClaim)

@@ -1,0 +1,97 @@
+"""Karpenter views: NodePool, NodeClaim (karpenter.sh/v1) and NodeOverlay (v1alpha1).
+
+``NodeOverlay.spec.dynamicResources`` is the *proposed* DRA extension; it is kept as plain data
+because the proposal's shape is still moving.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from pydantic import Field
+
+from kubectl_dra.model.base import Condition, KubeObject, ResourceList, View
+
+KARPENTER_GROUP = "karpenter.sh"
+
+
+class NodeSelectorRequirement(View):
+    key: str
+    operator: str
+    values: list[str] = Field(default_factory=list)
+    min_values: int | None = None
+
+
+class NodeClaimTemplateSpec(View):
+    requirements: list[NodeSelectorRequirement] = Field(default_factory=list)
+    taints: list[dict[str, Any]] = Field(default_factory=list)
+    node_class_ref: dict[str, Any] | None = None
+
+
+class NodeClaimTemplateMetadata(View):
+    labels: dict[str, str] = Field(default_factory=dict)
+    annotations: dict[str, str] = Field(default_factory=dict)
+
+
+class NodeClaimTemplate(View):
+    metadata: NodeClaimTemplateMetadata = Field(default_factory=NodeClaimTemplateMetadata)
+    spec: NodeClaimTemplateSpec = Field(default_factory=NodeClaimTemplateSpec)
+
+
+class NodePoolSpec(View):
+    template: NodeClaimTemplate = Field(default_factory=NodeClaimTemplate)
+    weight: int | None = None
+    limits: ResourceList = Field(default_factory=dict)
+
+
+class NodePool(KubeObject):
+    KIND: ClassVar[str] = "NodePool"
+    GROUP: ClassVar[str] = KARPENTER_GROUP
+    VERSIONS: ClassVar[tuple[str, ...]] = ("v1",)
+    PLURAL: ClassVar[str] = "nodepools"
+    NAMESPACED: ClassVar[bool] = False
+
+    spec: NodePoolSpec = Field(default_factory=NodePoolSpec)
+
+
+class NodeClaimStatus(View):
+    node_name: str | None = None
+    provider_id: str | None = Field(default=None, alias="providerID")
+    capacity: ResourceList = Field(default_factory=dict)
+    allocatable: ResourceList = Field(default_factory=dict)
+    conditions: list[Condition] = Field(default_factory=list)
+
+
+class NodeClaim(KubeObject):
+    KIND: ClassVar[str] = "NodeClaim"
+    GROUP: ClassVar[str] = KARPENTER_GROUP
+    VERSIONS: ClassVar[tuple[str, ...]] = ("v1",)
+    PLURAL: ClassVar[str] = "nodeclaims"
+    NAMESPACED: ClassVar[bool] = False
+
+    spec: NodeClaimTemplateSpec = Field(default_factory=NodeClaimTemplateSpec)
+    status: NodeClaimStatus = Field(default_factory=NodeClaimStatus)
+
+
+class NodeOverlaySpec(View):
+    requirements: list[NodeSelectorRequirement] | None = None
+    price: str | None = None
+    price_adjustment: str | None = None
+    capacity: ResourceList = Field(default_factory=dict)
+    weight: int | None = None
+    dynamic_resources: dict[str, Any] | None = None  # proposal: resourceSliceTemplates, attributeBindings
+
+
+class NodeOverlayStatus(View):
+    conditions: list[Condition] = Field(default_factory=list)
+
+
+class NodeOverlay(KubeObject):
+    KIND: ClassVar[str] = "NodeOverlay"
+    GROUP: ClassVar[str] = KARPENTER_GROUP
+    VERSIONS: ClassVar[tuple[str, ...]] = ("v1alpha1",)
+    PLURAL: ClassVar[str] = "nodeoverlays"
+    NAMESPACED: ClassVar[bool] = False
+
+    spec: NodeOverlaySpec = Field(default_factory=NodeOverlaySpec)
+    status: NodeOverlayStatus = Field(default_factory=NodeOverlayStatus)

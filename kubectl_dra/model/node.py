@@ -1,0 +1,42 @@
+"""Node view: labels, capacity/allocatable, runtime and kubelet versions, declared features."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from pydantic import Field
+
+from kubectl_dra.model.base import Condition, KubeObject, ResourceList, View
+
+
+class NodeSystemInfo(View):
+    kubelet_version: str = ""
+    container_runtime_version: str = ""
+    kernel_version: str = ""
+    os_image: str = ""
+    architecture: str = ""
+
+
+class NodeSpec(View):
+    provider_id: str | None = Field(default=None, alias="providerID")
+    taints: list[dict[str, Any]] = Field(default_factory=list)
+    unschedulable: bool = False
+
+
+class NodeStatus(View):
+    capacity: ResourceList = Field(default_factory=dict)
+    allocatable: ResourceList = Field(default_factory=dict)
+    node_info: NodeSystemInfo = Field(default_factory=NodeSystemInfo)
+    declared_features: list[str] = Field(default_factory=list)
+    conditions: list[Condition] = Field(default_factory=list)
+
+
+class Node(KubeObject):
+    KIND: ClassVar[str] = "Node"
+    GROUP: ClassVar[str] = ""
+    VERSIONS: ClassVar[tuple[str, ...]] = ("v1",)
+    PLURAL: ClassVar[str] = "nodes"
+    NAMESPACED: ClassVar[bool] = False
+
+    spec: NodeSpec = Field(default_factory=NodeSpec)
+    status: NodeStatus = Field(default_factory=NodeStatus)

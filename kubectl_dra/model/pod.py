@@ -1,0 +1,192 @@
+"""Pod view: what DRA, the scheduler and the kubelet read from a pod.
+
+Covers init and sidecar containers, container ``resources.claims``, pod-level ``spec.resources``,
+``overhead``, ``spec.schedulingGroup`` and the node-allocatable claim statuses in both alpha
+shapes (1.36 ``resources`` map, 1.37 ``mapping``/``overhead`` lists).
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar, Iterator
+
+from pydantic import Field
+
+from kubectl_dra.model.base import Condition, KubeObject, Qty, ResourceList, View
+
+
+class ContainerClaim(View):
+    name: str
+    request: str | None = None
+
+
+class ResourceRequirements(View):
+    requests: ResourceList = Field(default_factory=dict)
+    limits: ResourceList = Field(default_factory=dict)
+    claims: list[ContainerClaim] = Field(default_factory=list)
+
+
+class Container(View):
+    name: str
+    image: str = ""
+    resources: ResourceRequirements = Field(default_factory=ResourceRequirements)
+    restart_policy: str | None = None  # "Always" on an init container makes it a sidecar
+
+
+class PodResourceClaim(View):
+    name: str
+    resource_claim_name: str | None = None
+    resource_claim_template_name: str | None = None
+
+
+class PodSchedulingGroup(View):
+    pod_group_name: str | None = None
+
+
+class PodSpec(View):
+    node_name: str | None = None
+    containers: list[Container] = Field(default_factory=list)
+    init_containers: list[Container] = Field(default_factory=list)
+    resources: ResourceRequirements | None = None  # pod-level resources (PLR)
+    overhead: ResourceList = Field(default_factory=dict)
+    resource_claims: list[PodResourceClaim] = Field(default_factory=list)
+    scheduling_group: PodSchedulingGroup | None = None
+    restart_policy: str = "Always"
+
+
+class PodResourceClaimStatus(View):
+    name: str
+    resource_claim_name: str | None = None
+
+
+class NodeAllocatableMapped(View):
+    name: str
+    quantity: Qty
+
+
+class NodeAllocatableOverheadEntry(View):
+    name: str
+    per_pod: Qty | None = None
+    per_container: Qty | None = None
+
+
+class NodeAllocatableClaimStatus(View):
+    """One entry of ``status.nodeAllocatableResourceClaimStatuses``.
+
+    ``resource_claim_name`` is the ResourceClaim *object* name. 1.37 fills ``mapping`` and
+    ``overhead``; 1.36 filled ``resources`` (which the kubelet did not enforce).
+    """
+
+    resource_claim_name: str
+    containers: list[str] = Field(default_factory=list)
+    mapping: list[NodeAllocatableMapped] = Field(default_factory=list)
+    overhead: list[NodeAllocatableOverheadEntry] = Field(default_factory=list)
+    resources: ResourceList = Field(default_factory=dict)
+
+    @property
+    def generation(self) -> str:
+        """``v1.37`` (mapping/overhead), ``v1.36`` (resources) or ``empty``."""
+        if self.mapping or self.overhead:
+            return "v1.37"
+        if self.resources:
+            return "v1.36"
+        return "empty"
+
+
+class ExtendedResourceRequestMapping(View):
+    container_name: str
+    resource_name: str
+    request_name: str
+
+
+class ExtendedResourceClaimStatus(View):
+    resource_claim_name: str
+    request_mappings: list[ExtendedResourceRequestMapping] = Field(default_factory=list)
+
+
+class ContainerStatus(View):
+    name: str
+    container_id: str | None = Field(default=None, alias="containerID")
+    ready: bool = False
+    restart_count: int = 0
+    started: bool | None = None
+
+    @property
+    def runtime_and_id(self) -> tuple[str, str] | None:
+        """``containerd://abc`` -> ("containerd", "abc")."""
+        if not self.container_id or "://" not in self.container_id:
+            return None
+        runtime, _, cid = self.container_id.partition("://")
+        return runtime, cid
+
+
+class PodStatus(View):
+    phase: str = ""
+    qos_class: str | None = None
+    host_ip: str | None = Field(default=None, alias="hostIP")
+    conditions: list[Condition] = Field(default_factory=list)
+    resource_claim_statuses: list[PodResourceClaimStatus] = Field(default_factory=list)
+    node_allocatable_resource_claim_statuses: list[NodeAllocatableClaimStatus] = Field(default_factory=list)
+    extended_resource_claim_status: ExtendedResourceClaimStatus | None = None
+    container_statuses: list[ContainerStatus] = Field(default_factory=list)
+    init_container_statuses: list[ContainerStatus] = Field(default_factory=list)
+
+
+class Pod(KubeObject):
+    KIND: ClassVar[str] = "Pod"
+    GROUP: ClassVar[str] = ""
+    VERSIONS: ClassVar[tuple[str, ...]] = ("v1",)
+    PLURAL: ClassVar[str] = "pods"
+
+    spec: PodSpec = Field(default_factory=PodSpec)
+    status: PodStatus = Field(default_factory=PodStatus)
+
+    @property
+    def node_name(self) -> str | None:
+        return self.spec.node_name
+
+    @property
+    def is_done(self) -> bool:
+        """Succeeded or Failed: the resourceclaim controller drops such pods from reservations."""
+        return self.status.phase in ("Succeeded", "Failed")
+
+    @property
+    def pod_group_name(self) -> str | None:
+        return self.spec.scheduling_group.pod_group_name if self.spec.scheduling_group else None
+
+    def sidecars(self) -> list[Container]:
+        return [c for c in self.spec.init_containers if c.restart_policy == "Always"]
+
+    def all_containers(self) -> Iterator[Container]:
+        """Init containers first (as the scheduler lists them), then regular containers."""
+        yield from self.spec.init_containers
+        yield from self.spec.containers
+
+    def claim_object_name(self, pod_claim: PodResourceClaim) -> str | None:
+        """The ResourceClaim object behind a pod claim reference, as the kubelet resolves it.
+
+        A direct ``resourceClaimName`` is used as is; a template claim is looked up in
+        ``status.resourceClaimStatuses`` (``None`` there means "no claim needed").
+        """
+        if pod_claim.resource_claim_name:
+            return pod_claim.resource_claim_name
+        for status in self.status.resource_claim_statuses:
+            if status.name == pod_claim.name:
+                return status.resource_claim_name
+        return None
+
+    def referenced_claim_names(self) -> dict[str, str | None]:
+        """Pod claim name -> ResourceClaim object name (None while the template claim is unmade)."""
+        names = {pc.name: self.claim_object_name(pc) for pc in self.spec.resource_claims}
+        ext = self.status.extended_resource_claim_status
+        if ext is not None:
+            names.setdefault("<extended-resources>", ext.resource_claim_name)
+        return names
+
+    def containers_using(self, pod_claim_name: str) -> list[str]:
+        return [c.name for c in self.all_containers() if any(cl.name == pod_claim_name for cl in c.resources.claims)]
+
+    def container_status(self, name: str) -> ContainerStatus | None:
+        for status in (*self.status.init_container_statuses, *self.status.container_statuses):
+            if status.name == name:
+                return status
+        return None

@@ -1,0 +1,81 @@
+"""Which kinds the tool understands, in which API versions, and turning raw dicts into views."""
+
+from __future__ import annotations
+
+from pydantic import ValidationError
+
+from kubectl_dra.errors import InputError
+from kubectl_dra.model.base import KubeObject
+from kubectl_dra.model.karpenter import NodeClaim, NodeOverlay, NodePool
+from kubectl_dra.model.node import Node
+from kubectl_dra.model.pod import Pod
+from kubectl_dra.model.resource import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
+from kubectl_dra.model.scheduling import PodGroup
+from kubectl_dra.model.workloads import Deployment, Job, ReplicaSet, StatefulSet
+
+OWN_GROUP = "kubectl-dra.io"
+OWN_KINDS = {"InstanceTypeCatalog": ("v1alpha1",), "NodeEnforcementReport": ("v1alpha1",)}
+"""Our own documents: kept as plain dicts in the inventory until a command models them."""
+
+MODELS: tuple[type[KubeObject], ...] = (
+    Pod, Node, ResourceClaim, ResourceClaimTemplate, ResourceSlice, DeviceClass, PodGroup,
+    NodePool, NodeClaim, NodeOverlay, Deployment, ReplicaSet, StatefulSet, Job,
+)
+BY_GROUP_KIND: dict[tuple[str, str], type[KubeObject]] = {(m.GROUP, m.KIND): m for m in MODELS}
+
+
+def split_api_version(api_version: str) -> tuple[str, str]:
+    """``resource.k8s.io/v1`` -> ("resource.k8s.io", "v1"); ``v1`` -> ("", "v1")."""
+    group, _, version = api_version.rpartition("/")
+    return group, version
+
+
+def format_validation_error(error: ValidationError) -> str:
+    """The first problem as ``path.to[0].field: reason``, the way a user would look it up."""
+    first = error.errors()[0]
+    path = ""
+    for part in first["loc"]:
+        path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
+    message = first["msg"]
+    # A quantity parser's own message already quotes the input; pydantic prefixes "Value error, ".
+    message = message.removeprefix("Value error, ")
+    more = len(error.errors()) - 1
+    suffix = f" (and {more} more)" if more else ""
+    return f"{path}: {message}{suffix}" if path else message + suffix
+
+
+def describe(raw: dict) -> str:
+    meta = raw.get("metadata") if isinstance(raw.get("metadata"), dict) else {}
+    name = meta.get("name") or "<unnamed>"
+    ns = meta.get("namespace")
+    return f"{raw.get('kind') or '<no kind>'} {ns + '/' if ns else ''}{name}"
+
+
+def parse_object(raw: dict) -> KubeObject | dict | None:
+    """Turn one raw object into its view.
+
+    Returns ``None`` for kinds this tool does not read (they are ignored, as DESIGN §4.1 says),
+    the raw dict for our own kinds, and raises :class:`InputError` for a known kind in a version
+    we do not know or with fields that do not validate.
+    """
+    if not isinstance(raw, dict):
+        raise InputError(f"expected an object, found {type(raw).__name__}")
+    kind, api_version = raw.get("kind"), raw.get("apiVersion")
+    if not isinstance(kind, str) or not isinstance(api_version, str) or not kind or not api_version:
+        raise InputError("object without apiVersion and kind")
+    group, version = split_api_version(api_version)
+    if group == OWN_GROUP and kind in OWN_KINDS:
+        if version not in OWN_KINDS[kind]:
+            raise InputError(f"{describe(raw)}: unknown API version {api_version} (this tool reads "
+                             f"{', '.join(OWN_GROUP + '/' + v for v in OWN_KINDS[kind])})")
+        return raw
+    model = BY_GROUP_KIND.get((group, kind))
+    if model is None:
+        return None
+    if version not in model.VERSIONS:
+        known = ", ".join(f"{group + '/' if group else ''}{v}" for v in model.VERSIONS)
+        raise InputError(f"{describe(raw)}: unknown API version {api_version} (this tool reads {known})")
+    try:
+        return model.from_raw(raw)
+    except ValidationError as exc:
+        raise InputError(f"{describe(raw)}: {format_validation_error(exc)}") from None

@@ -1,0 +1,47 @@
+"""Owner kinds that can hold pods (and, per KEP-5194's proposal, claim reservations)."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from pydantic import Field
+
+from kubectl_dra.model.base import KubeObject, View
+
+
+class WorkloadSpec(View):
+    replicas: int | None = None
+    selector: dict[str, Any] | None = None
+
+
+class _AppsObject(KubeObject):
+    GROUP: ClassVar[str] = "apps"
+    VERSIONS: ClassVar[tuple[str, ...]] = ("v1",)
+
+    spec: WorkloadSpec = Field(default_factory=WorkloadSpec)
+    status: dict[str, Any] = Field(default_factory=dict)
+
+
+class Deployment(_AppsObject):
+    KIND: ClassVar[str] = "Deployment"
+    PLURAL: ClassVar[str] = "deployments"
+
+
+class ReplicaSet(_AppsObject):
+    KIND: ClassVar[str] = "ReplicaSet"
+    PLURAL: ClassVar[str] = "replicasets"
+
+
+class StatefulSet(_AppsObject):
+    KIND: ClassVar[str] = "StatefulSet"
+    PLURAL: ClassVar[str] = "statefulsets"
+
+
+class Job(KubeObject):
+    KIND: ClassVar[str] = "Job"
+    GROUP: ClassVar[str] = "batch"
+    VERSIONS: ClassVar[tuple[str, ...]] = ("v1",)
+    PLURAL: ClassVar[str] = "jobs"
+
+    spec: dict[str, Any] = Field(default_factory=dict)
+    status: dict[str, Any] = Field(default_factory=dict)

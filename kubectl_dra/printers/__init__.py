@@ -1,0 +1,1 @@
+"""Turning command results into text: tables, trees, JSON/YAML documents, names."""

@@ -1,0 +1,93 @@
+"""Text forms of the claim results: the ``claims`` table and the ``explain claim`` tree."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from kubectl_dra.claims.explain import ClaimExplanation
+from kubectl_dra.claims.summary import ClaimList
+from kubectl_dra.printers.style import Style
+from kubectl_dra.printers.table import NONE, Column, cell, human_age, render
+
+CLAIM_COLUMNS = [
+    Column("NAMESPACE"), Column("NAME"), Column("STATE"), Column("NODE"), Column("DEVICES"),
+    Column("RESERVED-FOR"), Column("AGE"),
+    Column("DRIVER", wide_only=True), Column("POOL", wide_only=True), Column("PODS", wide_only=True),
+    Column("GROUPS", wide_only=True),
+]
+STATE_COLOR = {"pending": "yellow", "allocated": "green", "reserved": "green", "deleted": "red"}
+
+
+def claim_table(result: ClaimList, *, now: datetime, all_namespaces: bool, wide: bool, no_headers: bool,
+                style: Style) -> str:
+    rows = []
+    for item in result.items:
+        rows.append([
+            item.namespace, item.name, cell(item.state), cell(item.node, empty=NONE) if item.node else NONE,
+            cell([d.rsplit("/", 1)[-1] for d in item.devices]), cell(item.reserved_for),
+            human_age(item.creation_timestamp, now),
+            cell(item.drivers), cell(item.pools), cell(item.pods), cell(item.groups),
+        ])
+    columns = CLAIM_COLUMNS if all_namespaces else CLAIM_COLUMNS[1:]
+    if not all_namespaces:
+        rows = [r[1:] for r in rows]
+    state_index = [c.header for c in columns].index("STATE")
+
+    def colorize(index: int, text: str) -> str:
+        if columns[index].header != "STATE" or index != state_index:
+            return text
+        return style(text, STATE_COLOR.get(text.split(",")[-1], ""))
+
+    return render(columns, rows, wide=wide, no_headers=no_headers, colorize=colorize if style.enabled else None)
+
+
+def claim_names(result: ClaimList) -> list[str]:
+    return [f"resourceclaim.resource.k8s.io/{item.name}" for item in result.items]
+
+
+def claim_tree(result: ClaimExplanation, style: Style) -> str:
+    c = result.claim
+    lines = [f"{style('ResourceClaim', 'bold')} {c.namespace}/{c.name}   uid {c.uid}",
+             f"  State:  {','.join(c.state)}",
+             f"  Node:   {c.node or '<none>'}"]
+    if c.deletion_timestamp:
+        lines.append(f"  Deleted at {c.deletion_timestamp}; finalizers: {', '.join(c.finalizers) or '<none>'}")
+    lines.append(f"{style('Devices', 'bold')} ({len(result.devices)})")
+    for d in result.devices:
+        share = f"  shareID {d.share_id}" if d.share_id else ""
+        missing = "  " + style("NOT IN ANY RESOURCESLICE", "red") if not d.found else ""
+        lines.append(f"  {d.driver}/{d.pool}/{d.device}  request {d.request}{share}{missing}")
+        if d.attributes:
+            lines.append("    attributes: " + " ".join(f"{k}={v}" for k, v in sorted(d.attributes.items())))
+        if d.capacity:
+            lines.append("    capacity:   " + " ".join(f"{k}={v}" for k, v in sorted(d.capacity.items())))
+        if d.consumed_capacity:
+            lines.append("    consumed:   " + " ".join(f"{k}={v}" for k, v in sorted(d.consumed_capacity.items())))
+        if d.node_allocatable:
+            lines.append("    node-allocatable mapping:  "
+                         + " ".join(f"{k}={v}" for k, v in sorted(d.node_allocatable.items())))
+        for resource, parts in sorted(d.node_allocatable_overhead.items()):
+            lines.append(f"    node-allocatable overhead: {resource} "
+                         + " ".join(f"{k}={v}" for k, v in parts.items()))
+        for cond in d.conditions:
+            lines.append(f"    condition {cond['type']}={cond['status']} {cond.get('reason') or ''}".rstrip())
+        if d.network_data:
+            lines.append("    network: " + " ".join(f"{k}={v}" for k, v in d.network_data.items()))
+    lines.append(f"{style('Reserved for', 'bold')} ({len(result.reserved_for)} of {result.reserved_for_limit})")
+    for r in result.reserved_for:
+        kind = r.resource[:-1] if r.resource.endswith("s") else r.resource
+        state = r.resolved if r.resolved == "exists" else style(r.resolved, "yellow")
+        where = f" on {r.node}" if r.node else ""
+        pods = f"  pods: {', '.join(r.pods)}" if r.pods and kind != "pod" else ""
+        deleting = "  " + style("deleting", "yellow") if r.deleting else ""
+        lines.append(f"  {kind}/{r.name}  uid {r.uid or '<unset>'}  {state}{where}{pods}{deleting}")
+    lines.append(f"{style('Consumers', 'bold')} ({len(result.consumers)})")
+    for u in result.consumers:
+        reserved = "reserved" if u.reserved else style("NOT reserved", "red")
+        lines.append(f"  {u.pod}  {reserved}  {u.phase or '<unknown>'} on {u.node or '<unscheduled>'}  via {u.via}")
+    lines.append(f"{style('Findings', 'bold')} ({len(result.findings)})")
+    for f in result.findings:
+        lines.append(f"  {style.severity(f.severity, f.severity.upper())} {f.code}: {f.message}")
+    if not result.findings:
+        lines.append("  none")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,22 @@
+"""ANSI colour, used only when the environment says so."""
+
+from __future__ import annotations
+
+_CODES = {"red": "31", "green": "32", "yellow": "33", "blue": "34", "magenta": "35", "cyan": "36",
+          "bold": "1", "dim": "2"}
+
+SEVERITY_COLOR = {"error": "red", "warning": "yellow", "info": "cyan"}
+
+
+class Style:
+    def __init__(self, enabled: bool):
+        self.enabled = enabled
+
+    def __call__(self, text: str, *styles: str) -> str:
+        if not self.enabled or not styles or not text:
+            return text
+        codes = ";".join(_CODES[s] for s in styles if s in _CODES)
+        return f"\x1b[{codes}m{text}\x1b[0m"
+
+    def severity(self, severity: str, text: str | None = None) -> str:
+        return self(text if text is not None else severity, SEVERITY_COLOR.get(severity, ""))

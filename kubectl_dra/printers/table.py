@@ -1,0 +1,89 @@
+"""kubectl-style tables: upper-case headers, columns padded by three spaces, no spaces in cells.
+
+``<none>`` marks an empty list and ``<unset>`` an unset scalar, as kubectl prints them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Callable, Sequence
+
+NONE = "<none>"
+UNSET = "<unset>"
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+@dataclass(frozen=True)
+class Column:
+    header: str
+    wide_only: bool = False
+
+
+def cell(value: object, empty: str = NONE) -> str:
+    """One table cell: lists joined by commas, no whitespace (kubectl-conventions)."""
+    if value is None:
+        return UNSET
+    if isinstance(value, (list, tuple)):
+        text = ",".join(str(v) for v in value)
+    else:
+        text = str(value)
+    text = re.sub(r"\s+", "-", text.strip())
+    return text or empty
+
+
+def render(columns: Sequence[Column], rows: Sequence[Sequence[str]], *, wide: bool = False,
+           no_headers: bool = False, colorize: Callable[[int, str], str] | None = None) -> str:
+    """Aligned text; ``colorize(column_index, text)`` may wrap a padded cell in colour."""
+    keep = [i for i, c in enumerate(columns) if wide or not c.wide_only]
+    table = [[columns[i].header for i in keep]] if not no_headers else []
+    table += [[row[i] for i in keep] for row in rows]
+    if not table:
+        return ""
+    widths = [max(len(_ANSI.sub("", r[j])) for r in table) for j in range(len(keep))]
+    lines = []
+    for n, r in enumerate(table):
+        parts = []
+        for j, text in enumerate(r):
+            last = j == len(keep) - 1
+            padded = text if last else text + " " * (widths[j] - len(_ANSI.sub("", text)) + 3)
+            if colorize and (n > 0 or no_headers):
+                padded = padded.replace(text, colorize(keep[j], text), 1)
+            parts.append(padded)
+        lines.append("".join(parts).rstrip())
+    return "\n".join(lines) + "\n"
+
+
+def human_age(created: datetime | None, now: datetime) -> str:
+    """kubectl's HumanDuration of ``now - created``."""
+    if created is None:
+        return "<unknown>"
+    seconds = int((now - created).total_seconds())
+    if seconds < -1:
+        return "<invalid>"
+    if seconds < 0:
+        return "0s"
+    if seconds < 120:
+        return f"{seconds}s"
+    minutes = seconds // 60
+    if minutes < 10:
+        s = seconds % 60
+        return f"{minutes}m" if s == 0 else f"{minutes}m{s}s"
+    if minutes < 180:
+        return f"{minutes}m"
+    hours = minutes // 60
+    if hours < 8:
+        m = minutes % 60
+        return f"{hours}h" if m == 0 else f"{hours}h{m}m"
+    if hours < 48:
+        return f"{hours}h"
+    if hours < 24 * 8:
+        h = hours % 24
+        return f"{hours // 24}d" if h == 0 else f"{hours // 24}d{h}h"
+    if hours < 24 * 365 * 2:
+        return f"{hours // 24}d"
+    if hours < 24 * 365 * 8:
+        days = (hours // 24) % 365
+        return f"{hours // 24 // 365}y" if days == 0 else f"{hours // 24 // 365}y{days}d"
+    return f"{hours // 24 // 365}y"

@@ -1,0 +1,183 @@
+"""The object model: version normalization, both KEP-5517 shapes, tolerant parsing, clear errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from kubectl_dra.errors import InputError
+from kubectl_dra.model.pod import Pod
+from kubectl_dra.model.registry import parse_object
+from kubectl_dra.model.resource import ResourceClaim, ResourceSlice
+from kubectl_dra.model.scheduling import PodGroup
+from kubectl_dra.quantity import Quantity
+
+
+def claim(api_version: str, request: dict, **status) -> dict:
+    return {"apiVersion": api_version, "kind": "ResourceClaim",
+            "metadata": {"name": "c", "namespace": "ml", "uid": "u1"},
+            "spec": {"devices": {"requests": [request]}}, "status": status}
+
+
+@pytest.mark.parametrize("api_version,request_", [
+    ("resource.k8s.io/v1beta1", {"name": "gpu", "deviceClassName": "gpu.example.com", "count": 2,
+                                 "allocationMode": "ExactCount"}),
+    ("resource.k8s.io/v1beta2", {"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com", "count": 2,
+                                                            "allocationMode": "ExactCount"}}),
+    ("resource.k8s.io/v1", {"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com", "count": 2,
+                                                       "allocationMode": "ExactCount"}}),
+])
+def test_claim_requests_normalize_to_v1(api_version, request_):
+    obj = parse_object(claim(api_version, request_))
+    assert isinstance(obj, ResourceClaim)
+    req = obj.spec.devices.requests[0]
+    assert req.exactly is not None
+    assert (req.name, req.exactly.device_class_name, req.exactly.count) == ("gpu", "gpu.example.com", 2)
+    assert obj.version == api_version.split("/")[1]
+
+
+def test_v1beta1_first_available_is_not_wrapped():
+    obj = parse_object(claim("resource.k8s.io/v1beta1", {"name": "any", "firstAvailable": [
+        {"name": "big", "deviceClassName": "gpu.example.com"}, {"name": "cpus", "deviceClassName": "dra.cpu"}]}))
+    req = obj.spec.devices.requests[0]
+    assert req.exactly is None
+    assert [s.name for s in req.first_available] == ["big", "cpus"]
+    assert req.first_available[1].device_class_name == "dra.cpu"
+
+
+def test_v1beta1_device_basic_and_bare_capacity_are_flattened():
+    raw = {"apiVersion": "resource.k8s.io/v1beta1", "kind": "ResourceSlice", "metadata": {"name": "s"},
+           "spec": {"driver": "dra.cpu", "pool": {"name": "n1", "generation": 1, "resourceSliceCount": 1},
+                    "nodeName": "n1", "devices": [{"name": "numa0", "basic": {
+                        "attributes": {"numaNodeID": {"int": 0}},
+                        "capacity": {"dra.cpu/cpu": "32", "memory": {"value": "64Gi"}},
+                        "nodeAllocatableResourceMappings": {"cpu": {"capacityKey": "dra.cpu/cpu"}}}}]}}
+    obj = parse_object(raw)
+    assert isinstance(obj, ResourceSlice)
+    dev = obj.spec.devices[0]
+    assert dev.attributes["numaNodeID"].value == 0
+    assert dev.capacity["dra.cpu/cpu"].value == Quantity.parse("32")
+    assert str(dev.capacity["memory"].value) == "64Gi"
+    assert dev.node_allocatable_resource_mappings["cpu"].capacity_key == "dra.cpu/cpu"
+    assert dev.has_node_allocatable
+    assert obj.raw is raw  # passthrough for -o yaml keeps the original
+
+
+def test_v1_device_node_allocatable_resources():
+    raw = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "s"},
+           "spec": {"driver": "gpu.example.com", "pool": {"name": "n1"}, "devices": [{"name": "gpu-0",
+                    "capacity": {"memory": {"value": "80Gi"}},
+                    "nodeAllocatableResources": {"memory": {"overhead": {"perPod": "1Gi", "perContainer": "512Mi"}},
+                                                 "cpu": {"mapping": {"deviceMultiplier": "2"}}}}]}}
+    dev = parse_object(raw).spec.devices[0]
+    assert str(dev.node_allocatable_resources["memory"].overhead.per_container) == "512Mi"
+    assert dev.node_allocatable_resources["memory"].mapping is None
+    assert dev.node_allocatable_resources["cpu"].mapping.device_multiplier == Quantity.parse("2")
+
+
+def pod_with_status(entry: dict) -> Pod:
+    return parse_object({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ml", "uid": "p1"},
+                         "spec": {"containers": [{"name": "c"}]},
+                         "status": {"nodeAllocatableResourceClaimStatuses": [entry]}})
+
+
+def test_pod_status_137_shape():
+    pod = pod_with_status({"resourceClaimName": "p-cpu-x1", "containers": ["c"],
+                           "mapping": [{"name": "cpu", "quantity": "10"}],
+                           "overhead": [{"name": "memory", "perPod": "1Gi", "perContainer": "512Mi"}]})
+    entry = pod.status.node_allocatable_resource_claim_statuses[0]
+    assert entry.generation == "v1.37"
+    assert entry.mapping[0].quantity == Quantity.parse("10")
+    assert str(entry.overhead[0].per_pod) == "1Gi"
+
+
+def test_pod_status_136_shape():
+    entry = pod_with_status({"resourceClaimName": "x", "containers": ["c"], "resources": {"cpu": "4"}}) \
+        .status.node_allocatable_resource_claim_statuses[0]
+    assert entry.generation == "v1.36"
+    assert entry.resources["cpu"] == Quantity.parse("4")
+    assert entry.mapping == []
+
+
+def test_pod_claims_sidecars_and_scheduling_group():
+    pod = parse_object({"apiVersion": "v1", "kind": "Pod",
+                        "metadata": {"name": "w-0", "namespace": "ml", "uid": "p1"},
+                        "spec": {"schedulingGroup": {"podGroupName": "trainer"},
+                                 "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "single-gpu"},
+                                                    {"name": "shared", "resourceClaimName": "nic"}],
+                                 "initContainers": [{"name": "init"},
+                                                    {"name": "proxy", "restartPolicy": "Always",
+                                                     "resources": {"claims": [{"name": "shared"}]}}],
+                                 "containers": [{"name": "main", "resources": {
+                                     "requests": {"cpu": 1, "memory": "1Gi"}, "limits": {"cpu": 0.5},
+                                     "claims": [{"name": "gpu"}, {"name": "shared"}]}}]},
+                        "status": {"resourceClaimStatuses": [{"name": "gpu", "resourceClaimName": "w-0-gpu-abcde"}],
+                                   "containerStatuses": [{"name": "main", "containerID": "containerd://abc"}]}})
+    assert pod.pod_group_name == "trainer"
+    assert [c.name for c in pod.sidecars()] == ["proxy"]
+    assert pod.referenced_claim_names() == {"gpu": "w-0-gpu-abcde", "shared": "nic"}
+    assert pod.containers_using("shared") == ["proxy", "main"]
+    main = pod.spec.containers[0]
+    assert main.resources.requests["cpu"] == Quantity.parse("1")  # YAML int
+    assert str(main.resources.limits["cpu"]) == "500m"  # YAML float
+    assert pod.container_status("main").runtime_and_id == ("containerd", "abc")
+
+
+def test_unmade_template_claim_resolves_to_none():
+    pod = parse_object({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "d"},
+                        "spec": {"resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "t"}]}})
+    assert pod.referenced_claim_names() == {"gpu": None}
+
+
+@pytest.mark.parametrize("version", ["v1beta1", "v1alpha3", "v1alpha2"])
+def test_podgroup_versions(version):
+    pg = parse_object({"apiVersion": f"scheduling.k8s.io/{version}", "kind": "PodGroup",
+                       "metadata": {"name": "trainer", "namespace": "ml"},
+                       "spec": {"resourceClaims": [{"name": "gpus", "resourceClaimTemplateName": "t"}]},
+                       "status": {"resourceClaimStatuses": [{"name": "gpus", "resourceClaimName": "trainer-gpus-x"}]}})
+    assert isinstance(pg, PodGroup)
+    assert pg.claim_object_name(pg.spec.resource_claims[0]) == "trainer-gpus-x"
+
+
+def test_unknown_fields_are_ignored_and_unknown_kinds_skipped():
+    obj = parse_object({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "futureField": 1},
+                        "spec": {"containers": [{"name": "c", "newThing": {"x": 1}}]}, "newTopLevel": True})
+    assert obj.name == "p"
+    assert parse_object({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}}) is None
+    assert parse_object({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "x"}}) is None
+
+
+def test_unknown_version_of_known_kind_is_an_error_naming_it():
+    with pytest.raises(InputError, match=r"ResourceClaim ml/c: unknown API version resource.k8s.io/v2 "
+                                         r"\(this tool reads resource.k8s.io/v1, resource.k8s.io/v1beta2"):
+        parse_object(claim("resource.k8s.io/v2", {"name": "gpu"}))
+
+
+def test_invalid_quantity_names_the_field_and_the_value():
+    raw = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "d"},
+           "spec": {"containers": [{"name": "c", "resources": {"limits": {"memory": "12XB"}}}]}}
+    with pytest.raises(InputError) as info:
+        parse_object(raw)
+    message = str(info.value)
+    assert message.startswith("Pod d/p: spec.containers[0].resources.limits.memory:")
+    assert '"12XB"' in message
+
+
+def test_missing_kind_is_an_error():
+    with pytest.raises(InputError, match="without apiVersion and kind"):
+        parse_object({"metadata": {"name": "x"}})
+
+
+def test_claim_state_column():
+    base = claim("resource.k8s.io/v1", {"name": "g"})
+    assert parse_object(base).state() == ["pending"]
+    allocated = claim("resource.k8s.io/v1", {"name": "g"},
+                      allocation={"devices": {"results": []}, "nodeSelector": {"nodeSelectorTerms": [
+                          {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]}]}]}},
+                      reservedFor=[{"resource": "pods", "name": "p", "uid": "x"}])
+    obj = parse_object(allocated)
+    assert obj.state() == ["allocated", "reserved"]
+    assert obj.node_name == "n1"
+    deleted = {**allocated, "metadata": {**allocated["metadata"], "deletionTimestamp": "2026-11-20T10:00:00Z"}}
+    assert parse_object(deleted).state() == ["deleted", "allocated", "reserved"]
+    gone = {**base, "metadata": {**base["metadata"], "deletionTimestamp": "2026-11-20T10:00:00Z"}}
+    assert parse_object(gone).state() == ["deleted"]
