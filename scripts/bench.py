@@ -1,0 +1,99 @@
+"""Measure what the design promises: fast ``--help``, one list call per kind at scale.
+
+Each measured command runs as a subprocess (as a user runs it); wall time is taken around it and
+peak memory from the child's rusage. The API server is the test suite's local fake on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+
+from apiserver import FakeAPIServer  # noqa: E402
+from builders import claim, pod, reserved_pod, resource_slice  # noqa: E402
+
+BIN = Path(sys.executable).parent
+
+
+def timed(cmd: list[str], env: dict | None = None) -> tuple[float, int, subprocess.CompletedProcess]:
+    """Wall seconds, peak RSS of the child in MiB, and the completed process."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    start = time.perf_counter()
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    wall = time.perf_counter() - start
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return wall, max(peak, before) // 1024, done
+
+
+def bench_help(runs: int) -> None:
+    times = [timed([str(BIN / "kubectl-dra"), "--help"])[0] for _ in range(runs)]
+    print(f"kubectl dra --help: median {statistics.median(times) * 1000:.0f} ms, "
+          f"min {min(times) * 1000:.0f} ms over {runs} runs")
+
+
+def build_cluster(n_claims: int, n_pods: int) -> list[dict]:
+    objects: list[dict] = []
+    nodes = max(1, n_claims // 8)
+    for n in range(nodes):
+        objects.append(resource_slice(f"node-{n}", "gpu.example.com", [f"gpu-{i}" for i in range(8)]))
+    for i in range(n_pods):
+        ns = f"ns-{i % 50}"
+        if i < n_claims:
+            p = pod(f"pod-{i}", ns, node=f"node-{i // 8}", claims={"gpu": f"claim-{i}"})
+        else:
+            p = pod(f"pod-{i}", ns, node=f"node-{(i // 8) % nodes}")
+        objects.append(p)
+        if i < n_claims:
+            objects.append(claim(f"claim-{i}", ns, devices=[("gpu.example.com", f"node-{i // 8}", f"gpu-{i % 8}")],
+                                 node=f"node-{i // 8}", reserved_for=[reserved_pod(p)]))
+    return objects
+
+
+def bench_cluster(n_claims: int, n_pods: int, tmp: Path) -> None:
+    objects = build_cluster(n_claims, n_pods)
+    with FakeAPIServer(objects) as server:
+        kubeconfig = tmp / "kubeconfig"
+        kubeconfig.write_text(
+            "apiVersion: v1\nkind: Config\ncurrent-context: b\n"
+            f"clusters: [{{name: b, cluster: {{server: '{server.url}'}}}}]\n"
+            "users: [{name: b, user: {token: t}}]\n"
+            "contexts: [{name: b, context: {cluster: b, user: b, namespace: ns-7}}]\n")
+        env = {**os.environ, "KUBECONFIG": str(kubeconfig)}
+        for label, args in [("claims -A", ["claims", "-A", "-o", "wide"]),
+                            ("explain claim", ["explain", "claim", "claim-7", "-n", "ns-7", "-o", "json"])]:
+            server.requests.clear()
+            wall, peak, done = timed([str(BIN / "kubectl-dra"), *args], env)
+            if done.returncode != 0:
+                print(f"{label}: exit {done.returncode}: {done.stderr.strip()[:300]}")
+                continue
+            lists = server.list_requests()
+            kinds = sorted({r.resource for r in lists})
+            print(f"{label} over {n_claims} claims / {n_pods} pods: {wall:.2f} s wall, peak {peak} MiB, "
+                  f"{len(lists)} list requests (pages) for {len(kinds)} kinds {kinds}, "
+                  f"{len(done.stdout.splitlines())} output lines")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--claims", type=int, default=5000)
+    parser.add_argument("--pods", type=int, default=10000)
+    parser.add_argument("--runs", type=int, default=20)
+    args = parser.parse_args()
+    bench_help(args.runs)
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        bench_cluster(args.claims, args.pods, Path(tmp))
+
+
+if __name__ == "__main__":
+    main()
