@@ -105,10 +105,19 @@ class Session:
         return f"cannot reach the API server at {self.server}: {_short(text)}"
 
 
+_REASONS = {  # what urllib3/OpenSSL say, and how we say it
+    "Connection refused": "connection refused",
+    "Name or service not known": "unknown host",
+    "No route to host": "no route to host",
+    "Connection reset": "connection reset",
+    "CERTIFICATE_VERIFY_FAILED": "CERTIFICATE_VERIFY_FAILED",
+    "timed out": "timed out",
+}
+
+
 def _short(text: str) -> str:
-    """urllib3 reasons embed object reprs; keep the human part."""
-    for marker in ("Connection refused", "Name or service not known", "No route to host",
-                   "CERTIFICATE_VERIFY_FAILED", "timed out", "Connection reset"):
+    """urllib3 reasons embed object reprs; keep the part a user can act on."""
+    for marker, said in _REASONS.items():
         if marker in text:
-            return marker.lower() if marker[0].isupper() and marker != "CERTIFICATE_VERIFY_FAILED" else marker
+            return said
     return text.splitlines()[0][:200] if text else "unknown error"

@@ -23,7 +23,7 @@ def claim_table(result: ClaimList, *, now: datetime, all_namespaces: bool, wide:
     rows = []
     for item in result.items:
         rows.append([
-            item.namespace, item.name, cell(item.state), cell(item.node, empty=NONE) if item.node else NONE,
+            item.namespace, item.name, cell(item.state), item.node or NONE,
             cell([d.rsplit("/", 1)[-1] for d in item.devices]), cell(item.reserved_for),
             human_age(item.creation_timestamp, now),
             cell(item.drivers), cell(item.pools), cell(item.pods), cell(item.groups),
@@ -34,7 +34,7 @@ def claim_table(result: ClaimList, *, now: datetime, all_namespaces: bool, wide:
     state_index = [c.header for c in columns].index("STATE")
 
     def colorize(index: int, text: str) -> str:
-        if columns[index].header != "STATE" or index != state_index:
+        if index != state_index:
             return text
         return style(text, STATE_COLOR.get(text.split(",")[-1], ""))
 
