@@ -1,0 +1,69 @@
+"""Node options that decide what the kubelet and runtime write (DESIGN §4.2)."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Literal
+
+from pydantic import Field
+
+from kubectl_dra.document import Part
+from kubectl_dra.errors import InputError
+from kubectl_dra.quantity import Quantity
+
+GI, MI = 1 << 30, 1 << 20
+
+
+class NodeOptions(Part):
+    cgroup_driver: Literal["systemd", "cgroupfs"] = "systemd"
+    runtime: Literal["containerd", "crio"] = "containerd"
+    weight_formula: Literal["linear", "quadratic"] = "quadratic"  # containers; pods are always linear
+    cpu_cfs_period: int = 100000  # µs
+    hugepage_sizes: list[int] = Field(default_factory=lambda: [2 * MI, GI])  # bytes, host page sizes
+    kubelet_dra: bool = True
+    kubelet_cgroup_root: str = "/"
+    memory_qos: Literal["off", "legacy", "tiered"] = "off"
+    memory_throttling_factor: str = "0.9"
+    node_allocatable_memory: int | None = None  # bytes; memory.high of containers without a limit
+
+    @property
+    def throttling(self) -> Fraction:
+        return Fraction(self.memory_throttling_factor)
+
+    @property
+    def writes_rsvd(self) -> bool:
+        """runc (containerd's default) writes hugetlb.<size>.rsvd.max; crun (CRI-O's) does not."""
+        return self.runtime == "containerd"
+
+
+def parse_period(text: str) -> int:
+    """``--cpu-cfs-period``: a Go-style duration (100ms, 5ms, 100000us) -> microseconds."""
+    units = {"us": 1, "µs": 1, "ms": 1000, "s": 1_000_000}
+    for suffix in sorted(units, key=len, reverse=True):
+        if text.endswith(suffix):
+            number = text[: -len(suffix)]
+            try:
+                value = Fraction(number) * units[suffix]
+            except (ValueError, ZeroDivisionError):
+                break
+            if value.denominator != 1 or not 1000 <= value <= 1_000_000:
+                raise InputError(f'invalid --cpu-cfs-period "{text}": must be a whole number of '
+                                 "microseconds between 1ms and 1s")
+            return int(value)
+    raise InputError(f'invalid --cpu-cfs-period "{text}": use a duration such as 100ms or 5ms')
+
+
+def parse_hugepage_sizes(text: str) -> list[int]:
+    """``--hugepage-sizes 2Mi,1Gi`` -> page sizes in bytes ("" or "none" = no huge pages)."""
+    if text.strip().lower() in ("", "none"):
+        return []
+    sizes = []
+    for part in text.split(","):
+        try:
+            size = Quantity.parse(part.strip()).value()
+        except ValueError:
+            raise InputError(f'invalid --hugepage-sizes entry "{part.strip()}": use sizes like 2Mi,1Gi') from None
+        if size <= 0 or size & (size - 1):
+            raise InputError(f'invalid --hugepage-sizes entry "{part.strip()}": a page size is a power of two')
+        sizes.append(size)
+    return sorted(set(sizes))

@@ -1,0 +1,272 @@
+"""Predict the cgroup v2 files for a pod and its containers, with the reason for each value.
+
+Pod level is what the kubelet writes itself (ResourceConfigForPod, linear cpu.weight); container
+level is what it sends through CRI and the runtime writes (runtime's weight formula). DRA amounts
+come only from the recorded 1.37 claim entries, as the kubelet reads nothing else.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from pydantic import Field
+
+from kubectl_dra.allocatable.entries import ClaimEntry
+from kubectl_dra.allocatable.requests import (add_into, aggregate, container_dra, is_hugepages,
+                                              pod_limits, pod_requests)
+from kubectl_dra.cgroups import formulas as f
+from kubectl_dra.cgroups.options import NodeOptions
+from kubectl_dra.cgroups.paths import container_cgroup, pod_cgroup
+from kubectl_dra.cgroups.qos import qos_class
+from kubectl_dra.document import Part
+from kubectl_dra.model.pod import Container, Pod
+from kubectl_dra.quantity import Quantity
+
+UNLIMITED_POD_PERIOD = f.DEFAULT_PERIOD  # the kubelet writes no period: the kernel default shows
+
+
+class CgroupFiles(Part):
+    path: str
+    files: dict[str, str] = Field(default_factory=dict)
+    because: dict[str, str] = Field(default_factory=dict)
+
+    def set(self, name: str, value: str, reason: str) -> None:
+        self.files[name] = value
+        self.because[name] = reason
+
+
+class ContainerCgroup(CgroupFiles):
+    name: str
+    type: str  # container | init | sidecar
+    container_id: str | None = None
+
+
+class PodCgroups(Part):
+    qos_class: str
+    pod: CgroupFiles
+    containers: list[ContainerCgroup] = Field(default_factory=list)
+
+
+def hugepage_limits(resources: dict[str, Quantity]) -> dict[int, int]:
+    """HugePageLimits: {page size bytes: bytes}, equal sizes summed, malformed names ignored."""
+    limits: dict[int, int] = {}
+    for name, q in resources.items():
+        if not is_hugepages(name):
+            continue
+        try:
+            size = Quantity.parse(name[len("hugepages-"):]).value()
+        except ValueError:
+            continue
+        if size <= 0:
+            continue
+        limits[size] = limits.get(size, 0) + q.value()
+    return limits
+
+
+def limits_declared(pod: Pod) -> tuple[bool, bool]:
+    """(cpu, memory): every container, as PodLimits hands them to the kubelet's callback, has a
+    non-zero limit; a pod-level limit declares it for the whole pod."""
+    cpu = memory = True
+
+    def check(limits: dict[str, Quantity]) -> None:
+        nonlocal cpu, memory
+        if "cpu" not in limits or limits["cpu"].is_zero():
+            cpu = False
+        if "memory" not in limits or limits["memory"].is_zero():
+            memory = False
+
+    for container in pod.spec.containers:
+        check(container.resources.limits)
+    sidecars: dict[str, Quantity] = {}
+    for container in pod.spec.init_containers:
+        if container.restart_policy == "Always":
+            add_into(sidecars, container.resources.limits)
+            check(dict(sidecars))
+        else:
+            combined = dict(container.resources.limits)
+            add_into(combined, sidecars)
+            check(combined)
+    plr = pod.spec.resources.limits if pod.spec.resources else {}
+    if "cpu" in plr and not plr["cpu"].is_zero():
+        cpu = True
+    if "memory" in plr and not plr["memory"].is_zero():
+        memory = True
+    return cpu, memory
+
+
+def _q(amounts: dict[str, Quantity], name: str) -> Quantity | None:
+    return amounts.get(name)
+
+
+def _dra_note(dra: dict[str, Quantity], name: str) -> str:
+    return f" + DRA {dra[name]}" if name in dra and not dra[name].is_zero() else ""
+
+
+def _total(amounts: dict[str, Quantity], dra: dict[str, Quantity], name: str) -> str:
+    """``spec + DRA = total`` when DRA contributes, else just the total."""
+    total = amounts.get(name)
+    if total is None:
+        return "0"
+    if name in dra and not dra[name].is_zero():
+        return f"{total - dra[name]} + DRA {dra[name]} = {total}"
+    return str(total)
+
+
+def predict_pod(pod: Pod, entries: Iterable[ClaimEntry], options: NodeOptions) -> PodCgroups:
+    kubelet_entries = [e for e in entries if e.generation == "v1.37"] if options.kubelet_dra else []
+    qos = qos_class(pod)
+    path = pod_cgroup(qos, pod.uid, options.cgroup_driver, options.kubelet_cgroup_root)
+    result = PodCgroups(qos_class=qos, pod=_pod_files(pod, qos, path, kubelet_entries, options))
+    for container, kind in _containers(pod):
+        result.containers.append(_container_files(pod, container, kind, path, kubelet_entries, options))
+    return result
+
+
+def _containers(pod: Pod):
+    for c in pod.spec.init_containers:
+        yield c, "sidecar" if c.restart_policy == "Always" else "init"
+    for c in pod.spec.containers:
+        yield c, "container"
+
+
+def _pod_files(pod: Pod, qos: str, path: str, entries: list[ClaimEntry], options: NodeOptions) -> CgroupFiles:
+    files = CgroupFiles(path=path)
+    spec_req, spec_lim = pod_requests(pod), pod_limits(pod)
+    req, lim = pod_requests(pod, entries), pod_limits(pod, entries)
+    dra_req = {k: v - spec_req.get(k, Quantity.parse("0")) for k, v in req.items() if v != spec_req.get(k)}
+    dra_lim = {k: v - spec_lim.get(k, Quantity.parse("0")) for k, v in lim.items() if v != spec_lim.get(k)}
+    plr = pod.spec.resources
+    plr_note = lambda name, kind: " (pod-level resources: DRA not added)" if plr and name in getattr(plr, kind) else ""  # noqa: E731
+    cpu_declared, memory_declared = limits_declared(pod)
+    period = options.cpu_cfs_period
+
+    if qos == "BestEffort":
+        files.set("cpu.weight", str(f.weight_linear(f.MIN_SHARES)),
+                  "BestEffort pod: minimum shares 2 -> linear weight 1" + (" (DRA never changes QoS)" if entries else ""))
+    else:
+        milli = req["cpu"].milli_value() if "cpu" in req else 0
+        shares = f.milli_cpu_to_shares(milli)
+        files.set("cpu.weight", str(f.weight_linear(shares)),
+                  f"requests {_total(req, dra_req, 'cpu')}{plr_note('cpu', 'requests')} -> shares {shares} "
+                  "-> kubelet's linear weight")
+
+    if qos == "Guaranteed" or (qos == "Burstable" and cpu_declared):
+        milli = lim["cpu"].milli_value() if "cpu" in lim else 0
+        quota = f.milli_cpu_to_quota(milli, period)
+        files.set("cpu.max", f.cpu_max(quota, period),
+                  f"limits {_total(lim, dra_lim, 'cpu')}{plr_note('cpu', 'limits')} x period {period}us")
+    else:
+        files.set("cpu.max", f.cpu_max(-1, UNLIMITED_POD_PERIOD),
+                  "not every container has a cpu limit: the kubelet sets no pod quota"
+                  + (f" (DRA cpu {dra_req['cpu']} not enforced)" if "cpu" in dra_req else ""))
+
+    if qos == "Guaranteed" or (qos == "Burstable" and memory_declared):
+        value = lim["memory"].value() if "memory" in lim else 0
+        files.set("memory.max", str(value) if value > 0 else "max",
+                  f"limits {_total(lim, dra_lim, 'memory')}{plr_note('memory', 'limits')}")
+    else:
+        files.set("memory.max", "max", "not every container has a memory limit: no pod memory limit"
+                  + (f" (DRA memory {dra_req['memory']} not enforced)" if "memory" in dra_req else ""))
+
+    pages = hugepage_limits(req)
+    spec_pages = hugepage_limits(spec_req)
+    for size in options.hugepage_sizes:
+        name = f.hugepage_size_name(size)
+        value = pages.get(size, 0)
+        reason = (f"requests {value} bytes of {name} pages" + (
+            f" (DRA {value - spec_pages.get(size, 0)})" if value != spec_pages.get(size, 0) else "")
+            if value else f"no {name} pages requested")
+        files.set(f"hugetlb.{name}.max", str(value), reason)
+        files.set(f"hugetlb.{name}.rsvd.max", str(value), "same value as .max (opencontainers/cgroups)")
+
+    if options.memory_qos != "off":
+        _pod_memory_qos(files, qos, req, lim, memory_declared, options)
+    return files
+
+
+def _pod_memory_qos(files: CgroupFiles, qos: str, req, lim, memory_declared: bool, options: NodeOptions) -> None:
+    request = req["memory"].value() if "memory" in req else 0
+    if request:
+        name = "memory.low" if options.memory_qos == "tiered" and qos == "Burstable" else "memory.min"
+        files.set(name, str(request), f"Memory QoS ({options.memory_qos}): pod memory requests incl. DRA")
+    if qos != "Guaranteed" and memory_declared and "memory" in lim:
+        high = _memory_high(request, lim["memory"].value(), options)
+        files.set("memory.high", str(high), f"Memory QoS: request + {options.memory_throttling_factor} x "
+                                            "(limit - request), whole pages")
+
+
+def _memory_high(request: int, limit: int, options: NodeOptions) -> int:
+    value = request + options.throttling * (limit - request)
+    return int(value) // f.PAGE_SIZE * f.PAGE_SIZE
+
+
+def _container_files(pod: Pod, container: Container, kind: str, pod_path: str, entries: list[ClaimEntry],
+                     options: NodeOptions) -> ContainerCgroup:
+    status = pod.container_status(container.name)
+    runtime_id = status.runtime_and_id if status else None
+    cid = runtime_id[1] if runtime_id else None
+    path = container_cgroup(pod_path, cid, options.cgroup_driver, options.runtime) if cid else \
+        container_cgroup(pod_path, "<container-id>", options.cgroup_driver, options.runtime)
+    out = ContainerCgroup(name=container.name, type=kind, container_id=cid, path=path)
+    requests, limits = container.resources.requests, container.resources.limits
+    dra = container_dra(entries, container.name)
+    plr_limits = pod.spec.resources.limits if pod.spec.resources else {}
+    period = options.cpu_cfs_period
+    formula = f.WEIGHT_FORMULAS[options.weight_formula]
+
+    if "cpu" not in requests and "cpu" in limits:
+        shares, source = f.milli_cpu_to_shares(limits["cpu"].milli_value()), f"no request: limit {limits['cpu']}"
+    else:
+        milli = requests["cpu"].milli_value() if "cpu" in requests else 0
+        shares, source = f.milli_cpu_to_shares(milli), f"request {requests.get('cpu', '0')}"
+    out.set("cpu.weight", str(formula(shares)),
+            f"{source} -> shares {shares} -> {options.weight_formula} weight (runtime); DRA never adds cpu shares")
+
+    for resource, file in (("cpu", "cpu.max"), ("memory", "memory.max")):
+        own, fallback = limits.get(resource), plr_limits.get(resource)
+        if own is not None and not own.is_zero():
+            total = own + dra[resource] if resource in dra else own
+            reason = f"limit {own}{_dra_note(dra, resource)}"
+        elif fallback is not None:
+            total, reason = fallback, f"no own limit: pod-level limit {fallback} (DRA not added)"
+        else:
+            total = None
+            reason = f"no {resource} limit: unlimited" + (f" (DRA {dra[resource]} ignored)" if resource in dra else "")
+        if resource == "cpu":
+            quota = f.milli_cpu_to_quota(total.milli_value(), period) if total is not None else 0
+            out.set(file, f.cpu_max(quota, period), reason + (f" x period {period}us" if quota else ""))
+        else:
+            value = total.value() if total is not None else 0
+            out.set(file, str(value) if value > 0 else "max", reason)
+
+    own_pages = hugepage_limits(limits)
+    dra_pages = hugepage_limits({k: v for k, v in dra.items() if is_hugepages(k)})
+    for size in options.hugepage_sizes:
+        name = f.hugepage_size_name(size)
+        value = own_pages.get(size, 0) + dra_pages.get(size, 0)
+        reason = f"limit {own_pages.get(size, 0)}" + (f" + DRA {dra_pages[size]}" if size in dra_pages else "") \
+            if value else f"no {name} pages: 0"
+        out.set(f"hugetlb.{name}.max", str(value), reason)
+        if options.writes_rsvd:
+            out.set(f"hugetlb.{name}.rsvd.max", str(value), "runc writes .rsvd.max with the same value")
+
+    if options.memory_qos != "off":
+        qos = qos_class(pod)
+        request = requests["memory"].value() if "memory" in requests else 0
+        if request:
+            name = "memory.low" if options.memory_qos == "tiered" and qos == "Burstable" else "memory.min"
+            out.set(name, str(request), f"Memory QoS ({options.memory_qos}): memory request (DRA not added)")
+        if qos != "Guaranteed":
+            limit = out.files["memory.max"]
+            if limit != "max":
+                out.set("memory.high", str(_memory_high(request, int(limit), options)),
+                        f"Memory QoS: request + {options.memory_throttling_factor} x (limit incl. DRA - request)")
+            elif options.node_allocatable_memory:
+                out.set("memory.high", str(_memory_high(request, options.node_allocatable_memory, options)),
+                        "Memory QoS: no limit, so node allocatable memory stands in for it")
+    return out
+
+
+def spec_aggregate(pod: Pod) -> dict[str, Quantity]:
+    """Σ container requests without DRA or overhead (for explanations)."""
+    return aggregate(pod, lambda c: c.resources.requests)

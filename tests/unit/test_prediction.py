@@ -1,0 +1,361 @@
+"""Pod and container cgroup predictions against the reference vectors (kubelet-cgroups.md §5,
+dra-apis.md §1.9), through the public functions."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from podspec import GI, MI, ctr, entries_of, entry, spec_pod
+
+from kubectl_dra.allocatable.requests import pod_limits, pod_requests
+from kubectl_dra.cgroups import formulas as f
+from kubectl_dra.cgroups.options import NodeOptions
+from kubectl_dra.cgroups.predict import hugepage_limits, predict_pod
+from kubectl_dra.cgroups.qos import qos_class
+from kubectl_dra.quantity import Quantity
+
+NO_HUGEPAGES = NodeOptions(hugepage_sizes=[])
+
+
+def predict(pod, **options):
+    return predict_pod(pod, entries_of(pod), NodeOptions(**{"hugepage_sizes": [], **options}))
+
+
+def pod_files(pod, **options):
+    return predict(pod, **options).pod.files
+
+
+def container_files(pod, name, **options):
+    return next(c for c in predict(pod, **options).containers if c.name == name).files
+
+
+R = lambda cpu, mem: {k: v for k, v in (("cpu", cpu), ("memory", mem)) if v}  # noqa: E731
+
+# §5.3 TestResourceConfigForPod: (containers, init, plr, period) -> (shares, quota or None, period, memory or None)
+RESOURCE_CONFIG_FOR_POD = [
+    ("besteffort", [ctr("a")], [], None, 100000, 2, None, None),
+    ("burstable-no-limits", [ctr("a", R("100m", "100Mi"))], [], None, 100000, 102, None, None),
+    ("burstable-with-limits", [ctr("a", R("100m", "100Mi"), R("200m", "200Mi"))], [], None, 100000, 102, 20000,
+     209715200),
+    ("burstable-partial-limits", [ctr("a", R("100m", "100Mi"), R("200m", "200Mi")), ctr("b", R("100m", "100Mi"))],
+     [], None, 100000, 204, None, None),
+    ("burstable-with-limits-with-tuned-quota", [ctr("a", R("100m", "100Mi"), R("200m", "200Mi"))], [], None, 5000,
+     102, 1000, 209715200),
+    ("burstable-partial-limits-with-tuned-quota",
+     [ctr("a", R("100m", "100Mi"), R("200m", "200Mi")), ctr("b", R("100m", "100Mi"))], [], None, 5000, 204, None,
+     None),
+    ("guaranteed", [ctr("a", R("100m", "100Mi"), R("100m", "100Mi"))], [], None, 100000, 102, 10000, 104857600),
+    ("guaranteed-with-tuned-quota", [ctr("a", R("100m", "100Mi"), R("100m", "100Mi"))], [], None, 5000, 102, 1000,
+     104857600),
+    ("burstable-partial-limits-with-init-containers",
+     [ctr("app1", R("100m", "100m"), R("100m", "100Mi")), ctr("app2", R("100m", "100m"))],
+     [ctr("init1", R("100m", "100m"), R("100m", "100Mi")), ctr("init2", R("100m", "100m"))], None, 100000, 204,
+     None, None),
+    ("besteffort-with-pod-level-resources-enabled", [ctr("a")], [], {}, 100000, 2, None, None),
+    ("burstable-with-pod-level-requests", [ctr("a")], [], {"requests": R("100m", "100Mi")}, 100000, 102, None, None),
+    ("burstable-with-pod-and-container-level-requests", [ctr("a", R("10m", "50Mi"))], [],
+     {"requests": R("100m", "100Mi")}, 100000, 102, None, None),
+    ("burstable-with-pod-level-resources", [ctr("a")], [],
+     {"requests": R("100m", "100Mi"), "limits": R("200m", "200Mi")}, 100000, 102, 20000, 209715200),
+    ("burstable-with-pod-and-container-level-resources", [ctr("a", R("10m", "50Mi"), R("50m", "100Mi"))], [],
+     {"requests": R("100m", "100Mi"), "limits": R("200m", "200Mi")}, 100000, 102, 20000, 209715200),
+    ("burstable-with-partial-pod-level-resources-limits", [ctr("a", R("200m", "200Mi"), R("200m", "200Mi"))], [],
+     {"requests": R("200m", "300Mi")}, 100000, 204, 20000, 209715200),
+    ("guaranteed-with-pod-level-resources", [ctr("a")], [],
+     {"requests": R("100m", "100Mi"), "limits": R("100m", "100Mi")}, 100000, 102, 10000, 104857600),
+    ("guaranteed-with-pod-and-container-level-resources", [ctr("a", R("10m", "50Mi"), R("50m", "100Mi"))], [],
+     {"requests": R("100m", "100Mi"), "limits": R("100m", "100Mi")}, 100000, 102, 10000, 104857600),
+    ("guaranteed-pod-level-resources-with-init-containers", [ctr("a", R("10m", "50Mi"), R("50m", "100Mi"))],
+     [ctr("i", R("10m", "50Mi"), R("50m", "50Mi"))],
+     {"requests": R("100m", "100Mi"), "limits": R("100m", "100Mi")}, 100000, 102, 10000, 104857600),
+]
+
+
+@pytest.mark.parametrize("case,containers,init,plr,period,shares,quota,memory", RESOURCE_CONFIG_FOR_POD,
+                         ids=[c[0] for c in RESOURCE_CONFIG_FOR_POD])
+def test_resource_config_for_pod(case, containers, init, plr, period, shares, quota, memory):
+    files = pod_files(spec_pod(containers, init=init, plr=plr), cpu_cfs_period=period)
+    assert files["cpu.weight"] == str(f.weight_linear(shares))
+    assert files["cpu.max"] == (f"{quota} {period}" if quota else "max 100000")
+    assert files["memory.max"] == (str(memory) if memory else "max")
+
+
+# §5.6 calculateLinuxResources: (req, lim, plr limits) -> (shares, quota, memory)
+CONTAINER_CASES = [
+    ("Request128MBLimit256MB", R("1", "128Mi"), R("2", "128Mi"), None, 1024, 200000, 134217728),
+    ("RequestNoMemory", R("2", None), R("8", None), None, 2048, 800000, 0),
+    ("RequestNilCPU", {}, R("2", None), None, 2048, 200000, 0),
+    ("RequestZeroCPU", R("0", None), R("2", None), None, 2, 200000, 0),
+    ("128M/1C|256M/3C", R("1", "128Mi"), R("3", "256Mi"), None, 1024, 300000, 268435456),
+    ("128M/2C no limit", R("2", "128Mi"), {}, None, 2048, 0, 0),
+    ("pod-level limit fallback", R("1", "128Mi"), {}, R("3", "256Mi"), 1024, 300000, 268435456),
+]
+
+
+@pytest.mark.parametrize("case,req,lim,plr,shares,quota,memory", CONTAINER_CASES, ids=[c[0] for c in CONTAINER_CASES])
+@pytest.mark.parametrize("formula", ["linear", "quadratic"])
+def test_container_cri_values(case, req, lim, plr, shares, quota, memory, formula):
+    pod = spec_pod([ctr("c", req, lim)], plr={"limits": plr} if plr else None)
+    files = container_files(pod, "c", weight_formula=formula)
+    assert files["cpu.weight"] == str(f.WEIGHT_FORMULAS[formula](shares))
+    assert files["cpu.max"] == (f"{quota} 100000" if quota else "max 100000")
+    assert files["memory.max"] == (str(memory) if memory else "max")
+
+
+def test_hugepage_limits_vectors():
+    q = Quantity.parse
+    assert hugepage_limits({"2Mi": q("128")}) == {}
+    assert hugepage_limits({"hugepages-2Mi": q("128")}) == {2097152: 128}
+    assert hugepage_limits({"hugepages-2Mi": q("128"), "hugepages-2097152": q("256"), "hugepages-4Mi": q("512"),
+                            "4Mi": q("1024")}) == {2097152: 384, 4194304: 512}
+    assert hugepage_limits({"hugepages-2MB": q("1")}) == {}
+
+
+def test_container_hugepages_every_host_size_listed():
+    pod = spec_pod([ctr("c", {"hugepages-2Mi": "2Mi", "cpu": "1"}, {"hugepages-2Mi": "2Mi", "hugepages-1Gi": "2Gi",
+                                                                     "hugepages-2MB": "2Mi"})])
+    files = container_files(pod, "c", hugepage_sizes=[2 * MI, GI])
+    assert {k: v for k, v in files.items() if k.startswith("hugetlb")} == {
+        "hugetlb.2MB.max": "2097152", "hugetlb.2MB.rsvd.max": "2097152",
+        "hugetlb.1GB.max": "2147483648", "hugetlb.1GB.rsvd.max": "2147483648"}
+    crio = container_files(pod, "c", hugepage_sizes=[2 * MI, GI], runtime="crio")
+    assert "hugetlb.2MB.rsvd.max" not in crio and crio["hugetlb.1GB.max"] == "2147483648"
+    pod_level = pod_files(pod, hugepage_sizes=[2 * MI, GI])
+    assert pod_level["hugetlb.2MB.max"] == "2097152" and pod_level["hugetlb.1GB.max"] == "0"  # requests
+
+
+# §5.9 PodRequests with DRA: (containers, init, plr, entries) -> expected requests
+Q = Quantity.parse
+PODREQUESTS_DRA = [
+    ("no claims", [ctr("c1", R("100m", "1Gi"))], [], None, [], {"cpu": "100m", "memory": "1Gi"}),
+    ("mapping with hugepages", [ctr("c1", {"cpu": "100m", "memory": "1Gi", "hugepages-1Gi": "2"}, claims=["a"])], [],
+     None, [entry("a", ["c1"], {"cpu": "50m", "hugepages-1Gi": "1"})],
+     {"cpu": "150m", "memory": "1Gi", "hugepages-1Gi": "3"}),
+    ("two claims", [ctr("c1", R("100m", "1Gi"))], [], None,
+     [entry("a", ["c1"], {"cpu": "50m"}), entry("b", ["c1"], {"cpu": "25m", "memory": "512Mi"})],
+     {"cpu": "175m", "memory": "1536Mi"}),
+    ("claim shared by two containers counted once", [ctr("c1", R("100m", None)), ctr("c2", R("200m", None))], [], None,
+     [entry("a", ["c1", "c2"], {"cpu": "50m"})], {"cpu": "350m"}),
+    ("two claims two containers",
+     [ctr("c1", {"cpu": "100m", "hugepages-1Gi": "1"}), ctr("c2", {"cpu": "200m", "memory": "1Gi", "hugepages-1Gi": "2"})],
+     [], None, [entry("a", ["c1"], {"cpu": "50m", "hugepages-1Gi": "1"}),
+                entry("b", ["c2"], {"cpu": "25m", "memory": "512Mi", "hugepages-1Gi": "2"})],
+     {"cpu": "375m", "memory": "1536Mi", "hugepages-1Gi": "6"}),
+    ("init container claim", [ctr("c1", R("50m", None))], [ctr("ic1", R("100m", None))], None,
+     [entry("a", ["ic1"], {"cpu": "25m"})], {"cpu": "125m"}),
+    ("pod-level request replaces", [ctr("c1", R("1", "1Gi"))], [], {"requests": R("2", None)},
+     [entry("a", ["c1"], {"cpu": "3"})], {"cpu": "2", "memory": "1Gi"}),
+    ("overhead per pod and per container", [ctr("c1", R("100m", "1Gi")), ctr("c2", R("100m", "1Gi"))], [], None,
+     [entry("x", ["c1", "c2"], overhead={"memory": ("1Gi", "500Mi")})], {"cpu": "200m", "memory": "4072Mi"}),
+    ("overhead per pod", [ctr("c1", R(None, "1Gi"))], [], None, [entry("x", ["c1"], overhead={"memory": ("1Gi", None)})],
+     {"memory": "2Gi"}),
+    ("overhead per container", [ctr("c1", R(None, "1Gi"))], [], None,
+     [entry("x", ["c1"], overhead={"memory": (None, "500Mi")})], {"memory": "1524Mi"}),
+    # dra-apis.md §1.9: ClaimA 4 CPU (c1,c2), ClaimB 2 CPU (c1), c1 request 1, c2 request 2 -> 9
+    ("scheduler accounting", [ctr("c1", R("1", None)), ctr("c2", R("2", None))], [], None,
+     [entry("A", ["c1", "c2"], {"cpu": "4"}), entry("B", ["c1"], {"cpu": "2"})], {"cpu": "9"}),
+]
+
+
+@pytest.mark.parametrize("case,containers,init,plr,entries,expected", PODREQUESTS_DRA, ids=[c[0] for c in PODREQUESTS_DRA])
+def test_pod_requests_with_dra(case, containers, init, plr, entries, expected):
+    pod = spec_pod(containers, init=init, plr=plr, entries=entries)
+    got = pod_requests(pod, entries_of(pod))
+    assert {k: v for k, v in got.items()} == {k: Q(v) for k, v in expected.items()}
+
+
+def test_option_off_ignores_claims():
+    pod = spec_pod([ctr("c1", R("100m", None))], entries=[entry("a", ["c1"], {"cpu": "50m"})])
+    assert pod_requests(pod) == {"cpu": Q("100m")}
+
+
+# KEP-5517 cgroup walkthroughs W1-W6 (dra-apis.md §1.9). CPU in cores, memory in GiB.
+def cores(n) -> str:
+    return f"{int(Q(str(n)).milli_value() * 100000 // 1000)} 100000"
+
+
+def gib(n) -> str:
+    return str(int(Q(f"{n}Gi").value()))
+
+
+def weight_of_cores(n, formula=f.weight_linear) -> str:
+    return str(formula(f.milli_cpu_to_shares(Q(str(n)).milli_value())))
+
+
+def both(cpu, mem):
+    return {"cpu": str(cpu), "memory": f"{mem}Gi"}
+
+
+W1 = spec_pod([ctr("c1", both(2, 2), both(4, 4), claims=["x"])], entries=[entry("x", ["c1"], both(5, 5))])
+W2 = spec_pod([ctr("c1", claims=["x"])], entries=[entry("x", ["c1"], {"cpu": "5"})])
+W3 = spec_pod([ctr("c1", both(2, 2), both(4, 4), claims=["x"]), ctr("c2", both(4, 4), both(8, 8), claims=["x"])],
+              entries=[entry("x", ["c1", "c2"], both(5, 5))])
+W4 = spec_pod([ctr("c1", claims=["x"]), ctr("c2", claims=["x"])], plr={"requests": both(5, 5), "limits": both(5, 5)},
+              entries=[entry("x", ["c1", "c2"], both(5, 5))])
+W5 = spec_pod([ctr("c1", both(2, 2), both(4, 4), claims=["x"]), ctr("c2", both(4, 4), both(8, 8), claims=["x"])],
+              init=[ctr("sidecar", sidecar=True)], plr={"requests": both(8, 8), "limits": both(15, 15)},
+              entries=[entry("x", ["c1", "c2"], both(5, 5))])
+W6 = spec_pod([ctr("c1", both(2, 2), both(2, 4), claims=["x"]), ctr("c2", both(2, 2), both(4, 8), claims=["x"])],
+              entries=[entry("x", ["c1", "c2"], overhead={"cpu": ("1", "500m"), "memory": ("1Gi", "512Mi")})])
+
+WALKTHROUGHS = [
+    # pod: (weight cores, cpu.max cores or None, memory GiB or None); containers: name -> (weight cores, cpu, mem)
+    ("W1", W1, (7, 9, 9), {"c1": (2, 9, 9)}),
+    ("W2", W2, (None, None, None), {"c1": (0, None, None)}),
+    ("W3", W3, (11, 17, 17), {"c1": (2, 9, 9), "c2": (4, 13, 13)}),
+    ("W4", W4, (5, 5, 5), {"c1": (0, 5, 5), "c2": (0, 5, 5)}),
+    ("W5", W5, (8, 15, 15), {"c1": (2, 9, 9), "c2": (4, 13, 13), "sidecar": (0, 15, 15)}),
+    ("W6", W6, (6, 8, 14), {"c1": (2, 3.5, 5.5), "c2": (2, 5.5, 9.5)}),
+]
+
+
+@pytest.mark.parametrize("name,pod,pod_expect,containers", WALKTHROUGHS, ids=[w[0] for w in WALKTHROUGHS])
+def test_kep_walkthroughs(name, pod, pod_expect, containers):
+    prediction = predict(pod)
+    weight, cpu, mem = pod_expect
+    files = prediction.pod.files
+    assert files["cpu.weight"] == (weight_of_cores(weight) if weight is not None else "1")  # W2: BestEffort
+    assert files["cpu.max"] == (cores(cpu) if cpu is not None else "max 100000")
+    assert files["memory.max"] == (gib(mem) if mem is not None else "max")
+    for c in prediction.containers:
+        weight, cpu, mem = containers[c.name]
+        assert c.files["cpu.weight"] == weight_of_cores(weight, f.weight_quadratic), c.name
+        assert c.files["cpu.max"] == (cores(cpu) if cpu is not None else "max 100000"), c.name
+        assert c.files["memory.max"] == (gib(mem) if mem is not None else "max"), c.name
+
+
+def test_w2_stays_best_effort_and_unlimited():
+    prediction = predict(W2)
+    assert prediction.qos_class == "BestEffort"
+    assert prediction.pod.path.startswith("kubepods.slice/kubepods-besteffort.slice/")
+
+
+def test_kubelet_dra_off_gives_spec_only_values():
+    assert pod_files(W1, kubelet_dra=False)["cpu.max"] == cores(4)
+    assert container_files(W1, "c1", kubelet_dra=False)["memory.max"] == gib(4)
+
+
+def test_136_entries_do_not_change_cgroups():
+    pod = spec_pod([ctr("c1", both(2, 2), both(4, 4), claims=["x"])],
+                   entries=[{"resourceClaimName": "x", "containers": ["c1"], "resources": {"cpu": "4"}}])
+    assert pod_files(pod)["cpu.max"] == cores(4)
+    assert pod_requests(pod, entries_of(pod))["cpu"] == Q("6")  # the 1.36 scheduler counted it
+
+
+def test_dra_memory_undeclared_limit_is_dropped_but_hugepages_kept():
+    pod = spec_pod([ctr("c1", {"cpu": "1", "memory": "1Gi"}, {"cpu": "2"}, claims=["x"])],
+                   entries=[entry("x", ["c1"], {"memory": "2Gi", "hugepages-2Mi": "4Mi"})])
+    files = pod_files(pod, hugepage_sizes=[2 * MI])
+    assert files["memory.max"] == "max"
+    assert files["hugetlb.2MB.max"] == str(4 * MI)
+    c = container_files(pod, "c1", hugepage_sizes=[2 * MI])
+    assert c["memory.max"] == "max" and c["hugetlb.2MB.max"] == str(4 * MI)
+
+
+def test_nvidia_overhead_example():
+    """mem limit 128Mi + GPU perPod 256Mi + perContainer 64Mi -> pod memory.max 448Mi; cpu perPod 500m."""
+    pod = spec_pod([ctr("c", {"cpu": "100m", "memory": "128Mi"}, {"memory": "128Mi"}, claims=["g"])],
+                   entries=[entry("g", ["c"], overhead={"memory": ("256Mi", "64Mi"), "cpu": ("500m", None)})])
+    files = pod_files(pod)
+    assert files["memory.max"] == str(448 * MI)
+    assert files["cpu.weight"] == str(f.weight_linear(f.milli_cpu_to_shares(600)))
+
+
+def test_dra_driver_cpu_example():
+    """container req=lim cpu 1m, claim dra.cpu/cpu 10 -> pod and container cpu.max 1000100/100000."""
+    pod = spec_pod([ctr("engine", {"cpu": "1m", "memory": "1Gi"}, {"cpu": "1m", "memory": "1Gi"}, claims=["cpus"])],
+                   entries=[entry("cpus", ["engine"], {"cpu": "10"})])
+    prediction = predict(pod)
+    assert prediction.qos_class == "Guaranteed"
+    assert prediction.pod.files["cpu.max"] == "1000100 100000"
+    assert prediction.containers[0].files["cpu.max"] == "1000100 100000"
+    assert prediction.containers[0].files["cpu.weight"] == "1"  # 1m -> 2 shares: DRA never adds shares
+
+
+def test_pod_overhead_added_to_nonzero_limits_only():
+    pod = spec_pod([ctr("c", R("1", "1Gi"), R("1", "1Gi"))], overhead={"cpu": "250m", "memory": "160Mi"})
+    files = pod_files(pod)
+    assert files["cpu.max"] == "125000 100000" and files["memory.max"] == str((1024 + 160) * MI)
+    assert files["cpu.weight"] == str(f.weight_linear(f.milli_cpu_to_shares(1250)))
+    burstable = spec_pod([ctr("c", R("1", "1Gi"))], overhead={"cpu": "250m"})
+    assert pod_files(burstable)["cpu.max"] == "max 100000"
+
+
+def test_memory_qos_with_dra():
+    """req 1Gi, lim 2Gi, DRA 5Gi, factor 0.9 -> memory.max 7Gi, memory.high 6.4Gi in whole pages."""
+    pod = spec_pod([ctr("c", {"cpu": "1", "memory": "1Gi"}, {"memory": "2Gi"}, claims=["x"])],
+                   entries=[entry("x", ["c"], {"memory": "5Gi"})])
+    c = container_files(pod, "c", memory_qos="legacy")
+    assert c["memory.max"] == str(7 * GI)
+    assert c["memory.high"] == str(int(Q("6.4Gi").value()) // 4096 * 4096)
+    assert c["memory.min"] == str(GI)
+    without = container_files(pod, "c", memory_qos="legacy", kubelet_dra=False)
+    assert without["memory.high"] == str(int(Q("1.9Gi").value()) // 4096 * 4096)
+    tiered = pod_files(pod, memory_qos="tiered")
+    assert tiered["memory.low"] == str(6 * GI) and "memory.min" not in tiered
+
+
+def test_sidecar_and_init_aggregation():
+    pod = spec_pod([ctr("app", R("1", None))], init=[ctr("proxy", R("500m", None), sidecar=True),
+                                                     ctr("setup", R("2", None))])
+    # max(app 1 + proxy 0.5, setup 2 + proxy 0.5) = 2.5
+    assert pod_requests(pod)["cpu"] == Q("2500m")
+
+
+def test_limits_declared_with_sidecar_cumulative():
+    with_limits = spec_pod([ctr("app", R("1", "1Gi"), R("1", "1Gi"))],
+                           init=[ctr("proxy", R("1", "1Gi"), R("1", "1Gi"), sidecar=True), ctr("setup", R("1", "1Gi"))])
+    # the plain init container has no own limit, but earlier sidecar limits count for it
+    assert pod_files(with_limits)["cpu.max"] == "200000 100000"
+    without = spec_pod([ctr("app", R("1", "1Gi"), R("1", "1Gi")), ctr("other", R("1", "1Gi"))])
+    assert pod_files(without)["cpu.max"] == "max 100000"
+
+
+@pytest.mark.parametrize("qos,containers,plr", [
+    ("BestEffort", [ctr("a")], None),
+    ("Burstable", [ctr("a", R("1", None))], None),
+    ("Guaranteed", [ctr("a", R("1", "1Gi"), R("1", "1Gi"))], None),
+    ("Guaranteed", [ctr("a", {}, R("1", "1Gi"))], None),  # requests default to limits
+    ("Burstable", [ctr("a", R("1", "1Gi"), R("1", "1Gi")), ctr("b")], None),
+    ("Guaranteed", [ctr("a")], {"limits": R("1", "1Gi")}),
+    ("Burstable", [ctr("a")], {"requests": R("1", None)}),
+])
+def test_qos_class(qos, containers, plr):
+    assert qos_class(spec_pod(containers, plr=plr)) == qos
+
+
+quantities = st.integers(min_value=1, max_value=64000).map(lambda m: f"{m}m")
+memories = st.integers(min_value=1, max_value=64 * 1024).map(lambda m: f"{m}Mi")
+
+
+@st.composite
+def dra_pods(draw):
+    n = draw(st.integers(min_value=1, max_value=3))
+    containers = []
+    for i in range(n):
+        req = {"cpu": draw(quantities), "memory": draw(memories)}
+        lim = {"cpu": draw(quantities), "memory": draw(memories)} if draw(st.booleans()) else {}
+        containers.append(ctr(f"c{i}", req, lim, claims=["x"]))
+    listed = [c["name"] for c in containers if draw(st.booleans())] or [containers[0]["name"]]
+    mapping = {"cpu": draw(quantities)} if draw(st.booleans()) else {}
+    overhead = {"memory": (draw(memories), draw(memories))} if draw(st.booleans()) else None
+    return spec_pod(containers, entries=[entry("x", listed, mapping or None, overhead)])
+
+
+@settings(max_examples=60, deadline=None)
+@given(dra_pods())
+def test_property_pod_limit_covers_every_container_and_dra_keeps_qos(pod):
+    with_dra = predict(pod)
+    without = predict(pod, kubelet_dra=False)
+    assert with_dra.qos_class == without.qos_class == qos_class(pod)
+    assert with_dra.pod.path == without.pod.path
+    pod_cpu = with_dra.pod.files["cpu.max"].split()[0]
+    pod_mem = with_dra.pod.files["memory.max"]
+    for c in with_dra.containers:
+        if pod_cpu != "max":
+            assert c.files["cpu.max"].split()[0] != "max" and int(c.files["cpu.max"].split()[0]) <= int(pod_cpu)
+        if pod_mem != "max":
+            assert c.files["memory.max"] != "max" and int(c.files["memory.max"]) <= int(pod_mem)
+        assert c.files["cpu.weight"] == next(x for x in without.containers if x.name == c.name).files["cpu.weight"]
+    assert pod_limits(pod, entries_of(pod)).keys() >= pod_limits(pod).keys()
