@@ -82,13 +82,42 @@ def bench_cluster(n_claims: int, n_pods: int, tmp: Path) -> None:
                   f"{len(done.stdout.splitlines())} output lines")
 
 
+def bench_prediction(n_pods: int) -> None:
+    """The core prediction (explain pod / the agent's expectation) over many DRA pods, in-process."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from podspec import ctr, entries_of, entry, spec_pod
+
+    from kubectl_dra.cgroups.options import NodeOptions
+    from kubectl_dra.cgroups.predict import predict_pod
+
+    pods = []
+    for i in range(n_pods):
+        containers = [ctr(f"c{j}", {"cpu": f"{100 + i % 900}m", "memory": f"{1 + j}Gi"},
+                          {"cpu": "2", "memory": f"{2 + j}Gi"} if i % 3 else {}, claims=["x"]) for j in range(2)]
+        pods.append(spec_pod(containers, init=[ctr("proxy", {"cpu": "100m"}, sidecar=True)],
+                             uid=f"00000000-0000-0000-0000-{i:012d}",
+                             entries=[entry("x", ["c0", "c1"], {"cpu": f"{1 + i % 8}"},
+                                            {"memory": ("1Gi", "512Mi")})]))
+    options = NodeOptions()
+    start = time.perf_counter()
+    files = 0
+    for pod in pods:
+        prediction = predict_pod(pod, entries_of(pod), options)
+        files += len(prediction.pod.files) + sum(len(c.files) for c in prediction.containers)
+    wall = time.perf_counter() - start
+    print(f"cgroup prediction: {n_pods} pods (3 containers each, one DRA claim) in {wall:.2f} s = "
+          f"{n_pods / wall:.0f} pods/s, {files} files predicted")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--claims", type=int, default=5000)
     parser.add_argument("--pods", type=int, default=10000)
     parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--predict-pods", type=int, default=10000)
     args = parser.parse_args()
     bench_help(args.runs)
+    bench_prediction(args.predict_pods)
     import tempfile
 
     with tempfile.TemporaryDirectory() as tmp:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from fractions import Fraction
 from typing import Literal
 
@@ -67,3 +68,50 @@ def parse_hugepage_sizes(text: str) -> list[int]:
             raise InputError(f'invalid --hugepage-sizes entry "{part.strip()}": a page size is a power of two')
         sizes.append(size)
     return sorted(set(sizes))
+
+
+def from_node(node) -> dict[str, object]:
+    """What a Node object says about the options (runtime, huge page sizes, whether the kubelet
+    applies DRA), for options the user did not set."""
+    detected: dict[str, object] = {}
+    if node is None:
+        return detected
+    runtime = node.status.node_info.container_runtime_version
+    if runtime.startswith("containerd://"):
+        detected["runtime"] = "containerd"
+    elif runtime.startswith("cri-o://"):
+        detected["runtime"] = "crio"
+    sizes = []
+    for name in node.status.capacity:
+        if name.startswith("hugepages-"):
+            try:
+                sizes.append(Quantity.parse(name[len("hugepages-"):]).value())
+            except ValueError:
+                continue
+    if sizes:
+        detected["hugepage_sizes"] = sorted(set(sizes))
+    version = _minor(node.status.node_info.kubelet_version)
+    if version is not None and version < 37:
+        detected["kubelet_dra"] = False  # 1.36 kubelets account DRA for admission only
+    return detected
+
+
+def _minor(version: str) -> int | None:
+    match = re.match(r"v?1\.(\d+)", version or "")
+    return int(match.group(1)) if match else None
+
+
+def resolve(given: dict[str, object], node=None) -> tuple[NodeOptions, dict[str, str]]:
+    """Flags win, then what the node shows, then defaults; returns the options and each one's source."""
+    detected = from_node(node)
+    values: dict[str, object] = {}
+    sources: dict[str, str] = {}
+    for name, field in NodeOptions.model_fields.items():
+        key = field.alias or name  # camelCase, like every key of the JSON documents
+        if given.get(name) is not None:
+            values[name], sources[key] = given[name], "flag"
+        elif name in detected:
+            values[name], sources[key] = detected[name], f"node {node.name}"
+        else:
+            sources[key] = "default"
+    return NodeOptions(**values), sources

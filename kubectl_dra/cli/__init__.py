@@ -12,7 +12,7 @@ from kubectl_dra.cli.options import root_kube_options
 
 COMMANDS = {
     "claims": ("kubectl_dra.cli.claims:claims", "List ResourceClaims: state, node, devices, reservations."),
-    "explain": ("kubectl_dra.cli.explain:explain", "Explain one claim: devices, reservations, consumers, findings."),
+    "explain": ("kubectl_dra.cli.explain:explain", "Explain a claim or a pod: devices, holders, DRA amounts, cgroups."),
     "snapshot": ("kubectl_dra.cli.snapshot:snapshot", "Save every object kubectl-dra reads, for offline use."),
     "options": ("kubectl_dra.cli.version:options", "List the connection flags every command accepts."),
     "version": ("kubectl_dra.cli.version:version", "Print the kubectl-dra version."),

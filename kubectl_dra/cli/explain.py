@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from kubectl_dra.cli.exitcodes import EPILOG
+from kubectl_dra.cli.nodeflags import node_options
 from kubectl_dra.cli.options import kube_options, output_options
 
 
@@ -70,4 +71,62 @@ def claim(ctx: click.Context, kube, output, name: str) -> None:
     inventory.problems[:0] = first.problems
     result = explain_claim(found, inventory)
     emit(env, result, output, text=lambda: claim_tree(result, Style(env.use_color)))
+    ctx.exit(report_problems(env, inventory))
+
+
+@explain.command("pod", epilog=EPILOG)
+@kube_options
+@output_options(formats=("tree", "json", "yaml"), default="tree")
+@node_options
+@click.argument("name")
+@click.pass_context
+def pod(ctx: click.Context, kube, output, node_flags, name: str) -> None:
+    """Explain a pod's DRA amounts and the cgroup values that should enforce them.
+
+    \b
+    The chain: the pod's claims -> their devices -> the node-allocatable
+    amounts the scheduler recorded (KEP-5517) -> what the scheduler counts ->
+    the pod cgroup and every container cgroup the kubelet and the runtime
+    should write (cpu.weight, cpu.max, memory.max, hugetlb.*), each value
+    with the reason for it. Node options (cgroup driver, runtime, weight
+    formula, ...) come from the flags, else from the Node, else defaults.
+
+    \b
+    Examples:
+      kubectl dra explain pod embedder -n ml
+      kubectl dra explain pod risk-engine -n default --cgroup-driver cgroupfs -o json
+      kubectl dra explain pod embedder -n ml --snapshot examples/cluster --memory-qos legacy
+    """
+    from kubectl_dra.cgroups.options import resolve
+    from kubectl_dra.cli.runtime import open_source, report_problems
+    from kubectl_dra.errors import NotFoundError
+    from kubectl_dra.kube.reads import ReadRequest
+    from kubectl_dra.model.node import Node
+    from kubectl_dra.model.pod import Pod
+    from kubectl_dra.model.resource import ResourceClaim, ResourceSlice
+    from kubectl_dra.pods.explain import explain_pod
+    from kubectl_dra.printers.output import emit
+    from kubectl_dra.printers.pods import pod_tree
+    from kubectl_dra.printers.style import Style
+
+    env = ctx.obj
+    env.color = output.color
+    opened = open_source(kube)
+    namespace = kube.namespace or opened.default_namespace
+    first = opened.source.read([ReadRequest(Pod, namespace, field_selector=f"metadata.name={name}")])
+    found = first.get(Pod, namespace, name)
+    if found is None:
+        report_problems(env, first)
+        raise NotFoundError(f'pod "{name}" not found in namespace {namespace}'
+                            + (f" ({opened.source.description})" if not opened.live else ""))
+    requests = [ReadRequest(ResourceClaim, namespace), ReadRequest(ResourceSlice)]
+    if found.node_name:
+        requests.append(ReadRequest(Node, field_selector=f"metadata.name={found.node_name}", required=False))
+    inventory = opened.source.read(requests)
+    inventory.add(found)
+    inventory.problems[:0] = first.problems
+    node = inventory.get(Node, None, found.node_name) if found.node_name else None
+    options, sources = resolve(node_flags, node)
+    result = explain_pod(found, inventory, options, sources)
+    emit(env, result, output, text=lambda: pod_tree(result, Style(env.use_color)))
     ctx.exit(report_problems(env, inventory))

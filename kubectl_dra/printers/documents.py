@@ -15,7 +15,7 @@ _Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 def as_document(result: BaseModel | dict) -> dict[str, Any]:
     if isinstance(result, BaseModel):
-        return result.model_dump(mode="json", by_alias=True, exclude_none=True)
+        return result.model_dump(mode="json", by_alias=True)
     return result
 
 

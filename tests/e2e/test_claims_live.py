@@ -167,7 +167,7 @@ def test_explain_claim_live_reads_each_kind_once(cluster, dra):
     assert doc["devices"][0]["attributes"] == {"model": "LATEST-GPU-MODEL"}
     assert doc["reservedFor"] == [{"apiGroup": "scheduling.k8s.io", "resource": "podgroups", "name": "trainer",
                                    "uid": uid("pg/trainer"), "resolved": "exists",
-                                   "pods": ["ml/trainer-0", "ml/trainer-1"], "deleting": False}]
+                                   "pods": ["ml/trainer-0", "ml/trainer-1"], "node": None, "deleting": False}]
     assert [(c["pod"], c["reserved"]) for c in doc["consumers"]] == [("ml/trainer-0", True), ("ml/trainer-1", True)]
     counts = {}
     for r in server.list_requests():

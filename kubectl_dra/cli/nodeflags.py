@@ -1,0 +1,62 @@
+"""The node flags of DESIGN §4.2, shared by every command that predicts cgroups."""
+
+from __future__ import annotations
+
+import functools
+
+import click
+
+_SPECS = [
+    (("--cgroup-driver",), dict(type=click.Choice(["systemd", "cgroupfs"]),
+                                help="Kubelet cgroup driver [default: systemd].")),
+    (("--runtime",), dict(type=click.Choice(["containerd", "crio"]),
+                          help="Container runtime [default: from the Node, else containerd].")),
+    (("--weight-formula",), dict(type=click.Choice(["linear", "quadratic"]),
+                                 help="Runtime's shares->cpu.weight formula for containers (runc >= 1.3.2 and "
+                                      "crun >= 1.23: quadratic) [default: quadratic]; pods always use linear.")),
+    (("--cpu-cfs-period",), dict(metavar="DURATION", help="Kubelet cpuCFSQuotaPeriod [default: 100ms].")),
+    (("--hugepage-sizes",), dict(metavar="SIZES", help="Host huge page sizes, e.g. 2Mi,1Gi or none "
+                                                         "[default: from the Node, else 2Mi,1Gi].")),
+    (("--kubelet-dra",), dict(type=click.Choice(["on", "off"]),
+                              help="Whether the kubelet adds node-allocatable DRA amounts to cgroups "
+                                   "[default: on for kubelet >= 1.37].")),
+    (("--kubelet-cgroup-root",), dict(metavar="PATH", help="Kubelet --cgroup-root [default: /].")),
+    (("--memory-qos",), dict(type=click.Choice(["off", "legacy", "tiered"]),
+                             help="Predict Memory QoS files (memory.min/low/high) [default: off].")),
+    (("--memory-throttling-factor",), dict(metavar="F", help="Memory QoS throttling factor [default: 0.9].")),
+]
+_NAMES = ["cgroup_driver", "runtime", "weight_formula", "cpu_cfs_period", "hugepage_sizes", "kubelet_dra",
+          "kubelet_cgroup_root", "memory_qos", "memory_throttling_factor"]
+
+
+def node_options(command):
+    """Adds the node flags; the command receives ``node_flags``: only what the user set, parsed."""
+
+    @functools.wraps(command)
+    def wrapper(*args, **kwargs):
+        from kubectl_dra.cgroups.options import parse_hugepage_sizes, parse_period
+        from kubectl_dra.errors import InputError
+
+        raw = {name: kwargs.pop(name) for name in _NAMES}
+        given = {k: v for k, v in raw.items() if v is not None}
+        if "cpu_cfs_period" in given:
+            given["cpu_cfs_period"] = parse_period(given["cpu_cfs_period"])
+        if "hugepage_sizes" in given:
+            given["hugepage_sizes"] = parse_hugepage_sizes(given["hugepage_sizes"])
+        if "kubelet_dra" in given:
+            given["kubelet_dra"] = given["kubelet_dra"] == "on"
+        if "memory_throttling_factor" in given:
+            from fractions import Fraction
+
+            try:
+                factor = Fraction(given["memory_throttling_factor"])
+            except (ValueError, ZeroDivisionError):
+                factor = Fraction(-1)
+            if not 0 < factor <= 1:
+                raise InputError(f'invalid --memory-throttling-factor "{raw["memory_throttling_factor"]}": '
+                                 "a number in (0, 1]")
+        return command(*args, node_flags=given, **kwargs)
+
+    for decls, attrs in reversed(_SPECS):
+        wrapper = click.option(*decls, default=None, **attrs)(wrapper)
+    return wrapper

@@ -1,0 +1,212 @@
+"""``kubectl dra explain pod``: claims -> devices -> DRA amounts -> pod and container cgroups."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from kubectl_dra.allocatable.entries import ClaimEntry, compare, compute_entry, from_status, pod_claim_objects
+from kubectl_dra.allocatable.requests import container_dra, pod_requests
+from kubectl_dra.cgroups.options import NodeOptions
+from kubectl_dra.cgroups.predict import ContainerCgroup, CgroupFiles, predict_pod
+from kubectl_dra.document import Document, Finding, Part
+from kubectl_dra.model.inventory import Inventory
+from kubectl_dra.model.pod import Pod
+from kubectl_dra.model.resource import ResourceClaim
+from kubectl_dra.quantity import Quantity
+
+
+class PodRef(Part):
+    namespace: str
+    name: str
+    uid: str
+    node: str | None = None
+    qos_class: str
+    phase: str | None = None
+
+
+class ClaimAmounts(Part):
+    name: str  # ResourceClaim object name
+    pod_claim_name: str | None = None
+    containers: list[str] = Field(default_factory=list)
+    mapping: dict[str, str] = Field(default_factory=dict)
+    overhead: dict[str, dict[str, str]] = Field(default_factory=dict)
+    source: Literal["podStatus", "computed"]
+    generation: str = "v1.37"
+    devices: list[str] = Field(default_factory=list)
+    resources: dict[str, str] = Field(default_factory=dict)  # 1.36 shape, when recorded so
+    kubelet_applies: bool = True
+
+
+class SchedulerView(Part):
+    requests: dict[str, str] = Field(default_factory=dict)
+    dra: dict[str, str] = Field(default_factory=dict)  # the part of requests that DRA adds
+
+
+class CgroupsView(Part):
+    pod: CgroupFiles
+    containers: list[ContainerCgroup] = Field(default_factory=list)
+
+
+class PodExplanation(Document):
+    kind: str = "PodExplanation"
+    pod: PodRef
+    claims: list[ClaimAmounts] = Field(default_factory=list)
+    scheduler: SchedulerView
+    cgroups: CgroupsView
+    findings: list[Finding] = Field(default_factory=list)
+    node_options: NodeOptions
+    node_options_source: dict[str, str] = Field(default_factory=dict)  # option -> flag | node | default
+
+
+def _amounts(entry: ClaimEntry, devices: list[str], kubelet: bool) -> ClaimAmounts:
+    return ClaimAmounts(
+        name=entry.name, pod_claim_name=entry.pod_claim_name, containers=entry.containers,
+        mapping={k: str(v) for k, v in entry.mapping.items()},
+        overhead={k: {n: str(q) for n, q in (("perPod", o.per_pod), ("perContainer", o.per_container)) if q is not None}
+                  for k, o in entry.overhead.items()},
+        resources={k: str(v) for k, v in entry.resources.items()},
+        source=entry.source, generation=entry.generation, devices=devices,
+        kubelet_applies=kubelet and entry.source == "podStatus" and entry.generation == "v1.37",
+    )
+
+
+def explain_pod(pod: Pod, inventory: Inventory, options: NodeOptions,
+                options_source: dict[str, str] | None = None) -> PodExplanation:
+    findings: list[Finding] = []
+    ref = f"pod/{pod.namespace}/{pod.name}"
+
+    def add(code: str, severity: str, message: str, obj: str = ref) -> None:
+        findings.append(Finding(code=code, severity=severity, message=message, object=obj))
+
+    recorded = {s.resource_claim_name: from_status(s) for s in pod.status.node_allocatable_resource_claim_statuses}
+    objects = pod_claim_objects(pod)
+    for pod_claim, object_name in pod.referenced_claim_names().items():
+        if object_name is None and pod_claim != "<extended-resources>":
+            add("ClaimNotCreated", "info" if not pod.node_name else "warning",
+                f"pod claim {pod_claim} has no ResourceClaim yet (status.resourceClaimStatuses has no name for it)")
+
+    claims: list[ClaimAmounts] = []
+    for name, pod_claim_names in objects.items():
+        claim = inventory.get(ResourceClaim, pod.namespace, name)
+        if claim is None:
+            add("ClaimMissing", "warning", f"ResourceClaim {pod.namespace}/{name} (pod claim "
+                f"{', '.join(pod_claim_names)}) is not in the data read; its devices and amounts are unknown")
+            if name in recorded:
+                entry = recorded[name]
+                entry.pod_claim_name = pod_claim_names[0]
+                claims.append(_amounts(entry, [], options.kubelet_dra))
+            continue
+        devices = [f"{r.driver}/{r.pool}/{r.device}" for r in
+                   (claim.status.allocation.devices.results if claim.status.allocation else [])]
+        for result in claim.status.allocation.devices.results if claim.status.allocation else []:
+            if inventory.slice_device(result.driver, result.pool, result.device)[1] is None \
+                    and "ResourceSlice" in inventory.read_kinds:
+                add("AllocatedDeviceMissing", "error", f"device {result.driver}/{result.pool}/{result.device} "
+                    f"of claim {name} is in no ResourceSlice; its node-allocatable amounts cannot be recomputed",
+                    f"resourceclaim/{pod.namespace}/{name}")
+        computed, problems = compute_entry(pod, claim, inventory, pod_claim_names)
+        findings.extend(problems)
+        if name in recorded:
+            entry = recorded[name]
+            entry.pod_claim_name = pod_claim_names[0]
+            claims.append(_amounts(entry, devices, options.kubelet_dra))
+            if computed is not None:
+                diffs = compare(entry, computed)
+                if diffs:
+                    add("NodeAllocatableStatusMismatch", "error",
+                        f"claim {name}: the pod status does not match the allocated devices: {'; '.join(diffs)}. "
+                        "The kubelet enforces the recorded values.")
+            elif "ResourceSlice" in inventory.read_kinds and claim.allocated:
+                add("NodeAllocatableStatusMismatch", "warning",
+                    f"claim {name} has a status entry but none of its allocated devices declares node-allocatable "
+                    "resources now")
+        elif computed is not None and not computed.is_empty():
+            claims.append(_amounts(computed, devices, False))
+            if pod.node_name:
+                add("NodeAllocatableGateOff", "warning",
+                    f"claim {name}'s devices declare node-allocatable resources, but the pod status has no entry for "
+                    "it: kube-scheduler did not account them (DRANodeAllocatableResources off there?) and the kubelet "
+                    "will not enforce them. The amounts shown are computed.")
+            else:
+                add("PodNotScheduled", "info", f"claim {name}: amounts are computed; the scheduler records them "
+                    "in the pod status when it binds the pod")
+        if computed is not None and computed.mapping:
+            consumers = len(claim.status.reserved_for)
+            if consumers > 1:
+                add("MappedClaimShared", "error",
+                    f"claim {name} has a device mapped to node {', '.join(sorted(computed.mapping))} and is reserved "
+                    f"for {consumers} consumers; such a claim may serve one pod only",
+                    f"resourceclaim/{pod.namespace}/{name}")
+
+    for name, entry in recorded.items():
+        if name not in objects:
+            add("NodeAllocatableStatusUnreferenced", "error",
+                f"status.nodeAllocatableResourceClaimStatuses names claim {name}, which the pod does not reference; "
+                "the API server should have rejected it")
+            claims.append(_amounts(entry, [], options.kubelet_dra))
+        elif entry.generation == "v1.36":
+            add("NodeAllocatableNotEnforced", "info",
+                f"claim {name} is recorded in the 1.36 shape (resources); that kubelet accounts it for admission "
+                "but does not change cgroups")
+
+    status_entries = list(recorded.values())
+    kubelet_entries = [e for e in status_entries if e.generation == "v1.37" and e.name in objects]
+    prediction = predict_pod(pod, kubelet_entries, options)
+    _limit_findings(pod, prediction, kubelet_entries, options, add)
+    _pod_level_findings(pod, status_entries, add)
+    if prediction.qos_class == "BestEffort" and any(e.mapping.get("cpu") or e.mapping.get("memory")
+                                                    for e in kubelet_entries):
+        add("DRAOnBestEffortPod", "info", "the pod is BestEffort by its spec; DRA amounts never change QoS, so the "
+            "pod keeps minimum cpu shares and no limits although its claims map cpu or memory")
+
+    with_dra, spec = pod_requests(pod, status_entries), pod_requests(pod)
+    scheduler = SchedulerView(
+        requests={k: str(v) for k, v in sorted(with_dra.items())},
+        dra={k: str(v - spec.get(k, Quantity.parse("0"))) for k, v in sorted(with_dra.items())
+             if v != spec.get(k)})
+    return PodExplanation(
+        pod=PodRef(namespace=pod.namespace or "", name=pod.name, uid=pod.uid, node=pod.node_name,
+                   qos_class=prediction.qos_class, phase=pod.status.phase or None),
+        claims=claims, scheduler=scheduler,
+        cgroups=CgroupsView(pod=prediction.pod, containers=prediction.containers),
+        findings=findings, node_options=options, node_options_source=options_source or {},
+        problems=[p.message for p in inventory.problems],
+    )
+
+
+def _limit_findings(pod: Pod, prediction, entries: list[ClaimEntry], options: NodeOptions, add) -> None:
+    """DRA cpu/memory that no cgroup limit carries, because the limit is undeclared."""
+    if not options.kubelet_dra:
+        return
+    for resource, file in (("cpu", "cpu.max"), ("memory", "memory.max")):
+        if not any(resource in e.mapping or resource in e.overhead for e in entries):
+            continue
+        unlimited = prediction.pod.files[file].startswith("max")
+        if unlimited:
+            add("DRALimitNotEnforced", "info",
+                f"the claims add {resource} to the pod, but not every container declares a {resource} limit, so the "
+                f"pod {file} stays unlimited and the DRA {resource} is only a request")
+
+
+def _pod_level_findings(pod: Pod, entries: list[ClaimEntry], add) -> None:
+    """validatePodLevelResourcesCoverDRA: pod-level resources must cover containers plus DRA."""
+    plr = pod.spec.resources
+    if plr is None or not entries:
+        return
+    with_dra = pod_requests(pod.model_copy(update={"spec": pod.spec.model_copy(update={"resources": None})}),
+                            entries, include_overhead=False)
+    for name, q in plr.requests.items():
+        if name in with_dra and with_dra[name] > q:
+            add("PodLevelResourcesInsufficient", "error",
+                f"pod level request for {name} is {q} but containers plus DRA need {with_dra[name]}; the scheduler "
+                "rejects the pod")
+    for container in pod.all_containers():
+        dra = container_dra(entries, container.name)
+        for name, q in plr.limits.items():
+            own = container.resources.limits.get(name)
+            if own is not None and name in dra and own + dra[name] > q:
+                add("PodLevelResourcesInsufficient", "error",
+                    f"pod level limit for {name} ({q}) is insufficient to cover the limit and DRA overhead for "
+                    f"container {container.name} ({own} + {dra[name]})")

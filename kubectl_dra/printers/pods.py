@@ -1,0 +1,59 @@
+"""The ``explain pod`` tree: pod -> claims -> devices -> DRA amounts -> cgroups, with reasons."""
+
+from __future__ import annotations
+
+from kubectl_dra.pods.explain import PodExplanation
+from kubectl_dra.printers.style import Style
+
+
+def _files(lines: list[str], files: dict[str, str], because: dict[str, str], style: Style, indent: str) -> None:
+    width = max((len(k) for k in files), default=0)
+    value_width = max((len(v) for v in files.values()), default=0)
+    for name, value in files.items():
+        reason = because.get(name, "")
+        lines.append(f"{indent}{name.ljust(width)} = {value.ljust(value_width)}   {style(reason, 'dim')}".rstrip())
+
+
+def pod_tree(result: PodExplanation, style: Style) -> str:
+    p = result.pod
+    lines = [f"{style('Pod', 'bold')} {p.namespace}/{p.name}   uid {p.uid}",
+             f"  Node: {p.node or '<unscheduled>'}   QoS: {p.qos_class}   Phase: {p.phase or '<unknown>'}"]
+    lines.append(f"{style('Claims', 'bold')} ({len(result.claims)} with node-allocatable amounts)")
+    for c in result.claims:
+        source = "recorded in pod status" if c.source == "podStatus" else style("computed, not recorded", "yellow")
+        applies = "" if c.kubelet_applies else "  " + style("(kubelet does not apply it)", "yellow")
+        pod_claim = f" (pod claim {c.pod_claim_name})" if c.pod_claim_name else ""
+        lines.append(f"  {c.name}{pod_claim}  {c.generation}, {source}{applies}")
+        lines.append(f"    containers: {', '.join(c.containers) or '<none>'}")
+        if c.devices:
+            lines.append(f"    devices:    {', '.join(c.devices)}")
+        for resource, q in sorted(c.mapping.items()):
+            lines.append(f"    mapping     {resource} {q} (once per pod, to every listed container)")
+        for resource, parts in sorted(c.overhead.items()):
+            text = ", ".join(f"{k} {v}" for k, v in parts.items())
+            lines.append(f"    overhead    {resource} {text}")
+        for resource, q in sorted(c.resources.items()):
+            lines.append(f"    resources   {resource} {q} (1.36 shape)")
+    lines.append(f"{style('Scheduler counts', 'bold')} (requests on the node, incl. overhead and DRA)")
+    for resource, q in result.scheduler.requests.items():
+        dra = result.scheduler.dra.get(resource)
+        lines.append(f"  {resource} {q}" + (f"   (DRA {dra})" if dra else ""))
+    lines.append(f"{style('Pod cgroup', 'bold')} {result.cgroups.pod.path}")
+    _files(lines, result.cgroups.pod.files, result.cgroups.pod.because, style, "  ")
+    for c in result.cgroups.containers:
+        kind = "" if c.type == "container" else f" ({c.type})"
+        lines.append(f"{style('Container', 'bold')} {c.name}{kind} {c.path}")
+        _files(lines, c.files, c.because, style, "  ")
+    lines.append(f"{style('Findings', 'bold')} ({len(result.findings)})")
+    for f in result.findings:
+        lines.append(f"  {style.severity(f.severity, f.severity.upper())} {f.code}: {f.message}")
+    if not result.findings:
+        lines.append("  none")
+    o, src = result.node_options, result.node_options_source
+    note = lambda name: f" ({src[name]})" if src.get(name, "default") != "default" else ""  # noqa: E731
+    sizes = ",".join(f"{s // (1 << 20)}Mi" if s < (1 << 30) else f"{s // (1 << 30)}Gi" for s in o.hugepage_sizes)
+    lines.append(style(f"Node options: cgroup driver {o.cgroup_driver}{note('cgroupDriver')}, runtime {o.runtime}"
+                       f"{note('runtime')}, container weight {o.weight_formula}{note('weightFormula')}, "
+                       f"CFS period {o.cpu_cfs_period}us, huge pages {sizes or 'none'}{note('hugepageSizes')}, "
+                       f"kubelet DRA {'on' if o.kubelet_dra else 'off'}{note('kubeletDra')}", "dim"))
+    return "\n".join(lines) + "\n"
