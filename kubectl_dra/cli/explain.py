@@ -34,8 +34,7 @@ def claim(ctx: click.Context, kube, output, name: str) -> None:
       kubectl dra explain claim trainer-gpus -n ml -o json
     """
     from kubectl_dra.claims.explain import explain_claim
-    from kubectl_dra.cli.runtime import open_source, report_problems
-    from kubectl_dra.errors import NotFoundError
+    from kubectl_dra.cli.runtime import fetch_named, open_source, read_around, report_problems
     from kubectl_dra.kube.reads import ReadRequest
     from kubectl_dra.model.pod import Pod
     from kubectl_dra.model.registry import MODELS
@@ -50,12 +49,7 @@ def claim(ctx: click.Context, kube, output, name: str) -> None:
     env.color = output.color
     opened = open_source(kube)
     namespace = kube.namespace or opened.default_namespace
-    first = opened.source.read([ReadRequest(ResourceClaim, namespace, field_selector=f"metadata.name={name}")])
-    found = first.get(ResourceClaim, namespace, name)
-    if found is None:
-        report_problems(env, first)
-        raise NotFoundError(f'resourceclaim "{name}" not found in namespace {namespace}'
-                            + (f" ({opened.source.description})" if not opened.live else ""))
+    found, first = fetch_named(env, opened, ResourceClaim, namespace, name)
     requests = [ReadRequest(Pod, namespace), ReadRequest(ResourceSlice)]
     refs = found.status.reserved_for
     if any(r.is_pod_group for r in refs):
@@ -66,9 +60,7 @@ def claim(ctx: click.Context, kube, output, name: str) -> None:
             requests.append(ReadRequest(model, namespace if model.NAMESPACED else None, required=False))
             if model.KIND == "Deployment":
                 requests.append(ReadRequest(ReplicaSet, namespace, required=False))
-    inventory = opened.source.read(requests)
-    inventory.add(found)
-    inventory.problems[:0] = first.problems
+    inventory = read_around(opened, found, first, requests)
     result = explain_claim(found, inventory)
     emit(env, result, output, text=lambda: claim_tree(result, Style(env.use_color)))
     ctx.exit(report_problems(env, inventory))
@@ -98,8 +90,7 @@ def pod(ctx: click.Context, kube, output, node_flags, name: str) -> None:
       kubectl dra explain pod embedder -n ml --snapshot examples/cluster --memory-qos legacy
     """
     from kubectl_dra.cgroups.options import resolve
-    from kubectl_dra.cli.runtime import open_source, report_problems
-    from kubectl_dra.errors import NotFoundError
+    from kubectl_dra.cli.runtime import fetch_named, open_source, read_around, report_problems
     from kubectl_dra.kube.reads import ReadRequest
     from kubectl_dra.model.node import Node
     from kubectl_dra.model.pod import Pod
@@ -113,18 +104,11 @@ def pod(ctx: click.Context, kube, output, node_flags, name: str) -> None:
     env.color = output.color
     opened = open_source(kube)
     namespace = kube.namespace or opened.default_namespace
-    first = opened.source.read([ReadRequest(Pod, namespace, field_selector=f"metadata.name={name}")])
-    found = first.get(Pod, namespace, name)
-    if found is None:
-        report_problems(env, first)
-        raise NotFoundError(f'pod "{name}" not found in namespace {namespace}'
-                            + (f" ({opened.source.description})" if not opened.live else ""))
+    found, first = fetch_named(env, opened, Pod, namespace, name)
     requests = [ReadRequest(ResourceClaim, namespace), ReadRequest(ResourceSlice)]
     if found.node_name:
         requests.append(ReadRequest(Node, field_selector=f"metadata.name={found.node_name}", required=False))
-    inventory = opened.source.read(requests)
-    inventory.add(found)
-    inventory.problems[:0] = first.problems
+    inventory = read_around(opened, found, first, requests)
     node = inventory.get(Node, None, found.node_name) if found.node_name else None
     options, sources = resolve(node_flags, node)
     result = explain_pod(found, inventory, options, sources)

@@ -54,3 +54,30 @@ def report_problems(env: Environment, inventory: Inventory) -> ExitStatus:
         if problem.severity == "error":
             status = ExitStatus.PARTIAL
     return status
+
+
+def fetch_named(env: Environment, opened: Opened, model, namespace: str | None, name: str):
+    """One object by name, read as a one-item list (``metadata.name`` field selector).
+
+    Returns the object and the inventory it came in (whose problems the caller keeps);
+    raises :class:`NotFoundError` after reporting what could not be read.
+    """
+    from kubectl_dra.errors import NotFoundError
+    from kubectl_dra.kube.reads import ReadRequest
+
+    first = opened.source.read([ReadRequest(model, namespace, field_selector=f"metadata.name={name}")])
+    found = first.get(model, namespace if model.NAMESPACED else None, name)
+    if found is None:
+        report_problems(env, first)
+        where = f" in namespace {namespace}" if model.NAMESPACED else ""
+        source = f" ({opened.source.description})" if not opened.live else ""
+        raise NotFoundError(f'{model.KIND.lower()} "{name}" not found{where}{source}')
+    return found, first
+
+
+def read_around(opened: Opened, found, first: Inventory, requests) -> Inventory:
+    """The rest of what a command needs, joined with the object fetched first."""
+    inventory = opened.source.read(requests)
+    inventory.add(found)
+    inventory.problems[:0] = first.problems
+    return inventory
