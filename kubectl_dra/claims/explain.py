@@ -11,7 +11,7 @@ from kubectl_dra.claims.findings import claim_findings
 from kubectl_dra.claims.reservations import ConsumerView, ReservationView, consumers, resolve
 from kubectl_dra.document import Document, Finding, Part
 from kubectl_dra.model.inventory import Inventory
-from kubectl_dra.model.resource import DeviceRequestAllocationResult, ResourceClaim, ResourceSlice
+from kubectl_dra.model.resource import DeviceClass, DeviceRequestAllocationResult, ResourceClaim, ResourceSlice
 
 
 class ClaimRef(Part):
@@ -38,6 +38,9 @@ class DeviceView(Part):
     node_allocatable_overhead: dict[str, dict[str, str]] = Field(default_factory=dict)
     resource_slice: str | None = None
     found: bool = True
+    device_class_name: str | None = None  # from the request (or firstAvailable subrequest) that chose it
+    subrequest: str | None = None
+    device_class_found: bool | None = None  # None when DeviceClasses were not read
     conditions: list[dict[str, str]] = Field(default_factory=list)
     network_data: dict[str, Any] | None = None
 
@@ -52,8 +55,21 @@ class ClaimExplanation(Document):
     findings: list[Finding] = Field(default_factory=list)
 
 
+def _request_class(claim: ResourceClaim, request: str) -> tuple[str | None, str | None]:
+    """(device class, subrequest) of an allocation result's ``request`` (``main`` or ``main/sub``)."""
+    main, _, sub = request.partition("/")
+    spec = next((r for r in claim.spec.devices.requests if r.name == main), None)
+    if spec is None:
+        return None, sub or None
+    if sub:
+        chosen = next((s for s in spec.first_available if s.name == sub), None)
+        return (chosen.device_class_name if chosen else None), sub
+    return (spec.exactly.device_class_name if spec.exactly else None), None
+
+
 def _device_view(claim: ResourceClaim, result: DeviceRequestAllocationResult, inventory: Inventory) -> DeviceView:
     rs, device = inventory.slice_device(result.driver, result.pool, result.device)
+    class_name, subrequest = _request_class(claim, result.request)
     status = next((d for d in claim.status.devices
                    if (d.driver, d.pool, d.device) == result.device_id and d.share_id == result.share_id), None)
     view = DeviceView(
@@ -62,6 +78,9 @@ def _device_view(claim: ResourceClaim, result: DeviceRequestAllocationResult, in
         consumed_capacity={k: str(v) for k, v in result.consumed_capacity.items()}
         if result.consumed_capacity is not None else None,
         found=device is not None,
+        device_class_name=class_name, subrequest=subrequest,
+        device_class_found=(inventory.get(DeviceClass, None, class_name) is not None)
+        if class_name and "DeviceClass" in inventory.read_kinds else None,
         resource_slice=rs.name if isinstance(rs, ResourceSlice) else None,
         conditions=[{"type": c.type, "status": c.status, "reason": c.reason} for c in status.conditions]
         if status else [],

@@ -9,6 +9,7 @@ from pydantic import Field
 from kubectl_dra.document import Document, Part
 from kubectl_dra.model.inventory import Inventory
 from kubectl_dra.model.resource import ResourceClaim, ResourceClaimConsumerReference
+from kubectl_dra.quantity import Quantity
 
 
 class ClaimSummary(Part):
@@ -23,6 +24,8 @@ class ClaimSummary(Part):
     reserved_for: list[str] = Field(default_factory=list)  # pod/NAME, podgroup/NAME, <resource>/NAME
     pods: list[str] = Field(default_factory=list)  # pods that reference the claim
     groups: list[str] = Field(default_factory=list)  # PodGroups it is reserved for
+    node_allocatable: dict[str, str] = Field(default_factory=dict)  # mapped amounts over the devices
+    findings: list[str] = Field(default_factory=list)  # finding codes (filled by the detailed view)
     creation_timestamp: datetime | None = None
 
 
@@ -56,7 +59,44 @@ def summarize(claim: ResourceClaim, inventory: Inventory) -> ClaimSummary:
     )
 
 
-def list_claims(inventory: Inventory) -> ClaimList:
-    claims = sorted(inventory.claims(), key=lambda c: (c.namespace or "", c.name))
-    return ClaimList(items=[summarize(c, inventory) for c in claims],
-                     problems=[p.message for p in inventory.problems])
+SORT_KEYS = {
+    "name": lambda i: (i.name, i.namespace),
+    "namespace": lambda i: (i.namespace, i.name),
+    "node": lambda i: (i.node or "", i.namespace, i.name),
+    "state": lambda i: (",".join(i.state), i.namespace, i.name),
+    "age": lambda i: (i.creation_timestamp.timestamp() if i.creation_timestamp else 0.0, i.namespace, i.name),
+    "devices": lambda i: (len(i.devices), i.namespace, i.name),
+    "reservations": lambda i: (len(i.reserved_for), i.namespace, i.name),
+    "findings": lambda i: (len(i.findings), i.namespace, i.name),
+}
+SORT_ALIASES = {".metadata.name": "name", ".metadata.namespace": "namespace",
+                ".metadata.creationTimestamp": "age", "creationTimestamp": "age"}
+
+
+def sort_key(name: str):
+    """``--sort-by``: a column-like key or the kubectl JSONPath spelling of one."""
+    return SORT_KEYS.get(SORT_ALIASES.get(name, name))
+
+
+def list_claims(inventory: Inventory, *, detailed: bool = False, only_findings: bool = False,
+                sort_by: str = "namespace") -> ClaimList:
+    """One summary per claim. ``detailed`` also joins devices and reservations (needs slices, pods,
+    PodGroups) to fill the node-allocatable amounts and the finding codes."""
+    items = []
+    for claim in inventory.claims():
+        item = summarize(claim, inventory)
+        if detailed:
+            from kubectl_dra.claims.explain import explain_claim
+
+            explanation = explain_claim(claim, inventory)
+            item.findings = sorted({f.code for f in explanation.findings})
+            totals: dict = {}
+            for device in explanation.devices:
+                for resource, q in device.node_allocatable.items():
+                    totals[resource] = totals[resource] + Quantity.parse(q) if resource in totals else Quantity.parse(q)
+            item.node_allocatable = {k: str(v) for k, v in sorted(totals.items())}
+        if only_findings and not item.findings:
+            continue
+        items.append(item)
+    items.sort(key=sort_key(sort_by) or SORT_KEYS["namespace"])
+    return ClaimList(items=items, problems=[p.message for p in inventory.problems])

@@ -12,38 +12,52 @@ from kubectl_dra.cli.options import kube_options, output_options
 @kube_options
 @output_options()
 @click.option("-l", "--selector", metavar="SELECTOR", help="Label selector for claims, e.g. app=trainer.")
+@click.option("--findings", "only_findings", is_flag=True,
+              help="Only claims with findings (stale reservations, unreserved users, ...).")
+@click.option("--sort-by", metavar="KEY", default="namespace", show_default=True,
+              help="name, namespace, node, state, age, devices, reservations or findings "
+                   "(kubectl's .metadata.name and .metadata.creationTimestamp work too).")
 @click.pass_context
-def claims(ctx: click.Context, kube, output, selector: str | None) -> None:
+def claims(ctx: click.Context, kube, output, selector: str | None, only_findings: bool, sort_by: str) -> None:
     """List ResourceClaims with their state, node, devices and reservations.
 
     \b
     Columns: NAMESPACE (with -A) NAME STATE NODE DEVICES RESERVED-FOR AGE;
-    -o wide adds DRIVER POOL PODS GROUPS. STATE is kubectl's: pending,
-    allocated, reserved, deleted.
+    -o wide adds DRIVER POOL PODS GROUPS NODE-ALLOCATABLE FINDINGS. STATE is
+    kubectl's: pending, allocated, reserved, deleted. -o wide, -o json and
+    --findings also read ResourceSlices and PodGroups to find problems
+    (see `kubectl dra explain claim` for the details of one claim).
 
     \b
     Examples:
       kubectl dra claims -A
       kubectl dra claims -n ml -o wide
+      kubectl dra claims -A --findings
       kubectl dra claims -A --snapshot examples/cluster -o json
     """
-    from kubectl_dra.claims.summary import list_claims
+    from kubectl_dra.claims.summary import SORT_ALIASES, SORT_KEYS, list_claims, sort_key
     from kubectl_dra.cli.runtime import open_source, report_problems
     from kubectl_dra.kube.reads import ReadRequest
     from kubectl_dra.model.pod import Pod
-    from kubectl_dra.model.resource import ResourceClaim
+    from kubectl_dra.model.resource import ResourceClaim, ResourceSlice
+    from kubectl_dra.model.scheduling import PodGroup
     from kubectl_dra.printers.claims import claim_names, claim_table
     from kubectl_dra.printers.output import emit
     from kubectl_dra.printers.style import Style
 
+    if sort_key(sort_by) is None:
+        raise click.BadParameter(f"{sort_by!r}; use one of {', '.join([*SORT_KEYS, *SORT_ALIASES])}",
+                                 param_hint="--sort-by")
     env = ctx.obj
     env.color = output.color
     opened = open_source(kube)
-    inventory = opened.source.read([
-        ReadRequest(ResourceClaim, opened.namespace, label_selector=selector),
-        ReadRequest(Pod, opened.namespace),
-    ])
-    result = list_claims(inventory)
+    detailed = output.format in ("wide", "json", "yaml") or only_findings
+    requests = [ReadRequest(ResourceClaim, opened.namespace, label_selector=selector),
+                ReadRequest(Pod, opened.namespace)]
+    if detailed:
+        requests += [ReadRequest(ResourceSlice), ReadRequest(PodGroup, opened.namespace, required=False)]
+    inventory = opened.source.read(requests)
+    result = list_claims(inventory, detailed=detailed, only_findings=only_findings, sort_by=sort_by)
     show_namespace = opened.namespace is None
     emit(env, result, output,
          text=lambda: claim_table(result, now=env.now(), all_namespaces=show_namespace, wide=output.wide,

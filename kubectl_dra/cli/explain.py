@@ -17,9 +17,12 @@ def explain() -> None:
 @explain.command("claim", epilog=EPILOG)
 @kube_options
 @output_options(formats=("tree", "json", "yaml"), default="tree")
-@click.argument("name")
+@click.option("--pod", "pod_name", metavar="POD",
+              help="Find the claim through this pod: NAME is then the pod's claim name (optional when the pod "
+                   "has one claim).")
+@click.argument("name", required=False)
 @click.pass_context
-def claim(ctx: click.Context, kube, output, name: str) -> None:
+def claim(ctx: click.Context, kube, output, pod_name: str | None, name: str | None) -> None:
     """Explain a ResourceClaim: devices, reservations, consumers and findings.
 
     \b
@@ -32,13 +35,14 @@ def claim(ctx: click.Context, kube, output, name: str) -> None:
     Examples:
       kubectl dra explain claim trainer-gpus -n ml
       kubectl dra explain claim trainer-gpus -n ml -o json
+      kubectl dra explain claim --pod web-0 gpu     # the claim behind pod web-0's claim "gpu"
     """
     from kubectl_dra.claims.explain import explain_claim
     from kubectl_dra.cli.runtime import fetch_named, open_source, read_around, report_problems
     from kubectl_dra.kube.reads import ReadRequest
     from kubectl_dra.model.pod import Pod
     from kubectl_dra.model.registry import MODELS
-    from kubectl_dra.model.resource import ResourceClaim, ResourceSlice
+    from kubectl_dra.model.resource import DeviceClass, ResourceClaim, ResourceSlice
     from kubectl_dra.model.scheduling import PodGroup
     from kubectl_dra.model.workloads import ReplicaSet
     from kubectl_dra.printers.claims import claim_tree
@@ -49,8 +53,12 @@ def claim(ctx: click.Context, kube, output, name: str) -> None:
     env.color = output.color
     opened = open_source(kube)
     namespace = kube.namespace or opened.default_namespace
+    if pod_name:
+        name = _claim_of_pod(env, opened, namespace, pod_name, name)
+    elif not name:
+        raise click.UsageError("give a claim NAME, or --pod POD [CLAIM-NAME]")
     found, first = fetch_named(env, opened, ResourceClaim, namespace, name)
-    requests = [ReadRequest(Pod, namespace), ReadRequest(ResourceSlice)]
+    requests = [ReadRequest(Pod, namespace), ReadRequest(ResourceSlice), ReadRequest(DeviceClass, required=False)]
     refs = found.status.reserved_for
     if any(r.is_pod_group for r in refs):
         requests.append(ReadRequest(PodGroup, namespace, required=False))
@@ -64,6 +72,31 @@ def claim(ctx: click.Context, kube, output, name: str) -> None:
     result = explain_claim(found, inventory)
     emit(env, result, output, text=lambda: claim_tree(result, Style(env.use_color)))
     ctx.exit(report_problems(env, inventory))
+
+
+def _claim_of_pod(env, opened, namespace: str, pod_name: str, pod_claim: str | None) -> str:
+    """The ResourceClaim object behind one of a pod's claims, as the kubelet resolves it."""
+    from kubectl_dra.cli.runtime import fetch_named
+    from kubectl_dra.errors import NotFoundError
+    from kubectl_dra.model.pod import Pod
+
+    pod, _ = fetch_named(env, opened, Pod, namespace, pod_name)
+    names = {k: v for k, v in pod.referenced_claim_names().items()}
+    if not names:
+        raise NotFoundError(f"pod {namespace}/{pod_name} references no ResourceClaim")
+    if pod_claim is None:
+        if len(names) > 1:
+            raise click.UsageError(f"pod {pod_name} has claims {', '.join(sorted(names))}: name one")
+        pod_claim = next(iter(names))
+    if pod_claim not in names:
+        if pod_claim in names.values():
+            return pod_claim  # already the object name
+        raise NotFoundError(f"pod {namespace}/{pod_name} has no claim {pod_claim} "
+                            f"(its claims: {', '.join(sorted(names))})")
+    if names[pod_claim] is None:
+        raise NotFoundError(f"pod {namespace}/{pod_name}: claim {pod_claim} has no ResourceClaim yet "
+                            "(status.resourceClaimStatuses names none)")
+    return names[pod_claim]
 
 
 @explain.command("pod", epilog=EPILOG)

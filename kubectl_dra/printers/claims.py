@@ -13,7 +13,7 @@ CLAIM_COLUMNS = [
     Column("NAMESPACE"), Column("NAME"), Column("STATE"), Column("NODE"), Column("DEVICES"),
     Column("RESERVED-FOR"), Column("AGE"),
     Column("DRIVER", wide_only=True), Column("POOL", wide_only=True), Column("PODS", wide_only=True),
-    Column("GROUPS", wide_only=True),
+    Column("GROUPS", wide_only=True), Column("NODE-ALLOCATABLE", wide_only=True), Column("FINDINGS", wide_only=True),
 ]
 STATE_COLOR = {"pending": "yellow", "allocated": "green", "reserved": "green", "deleted": "red"}
 
@@ -27,6 +27,7 @@ def claim_table(result: ClaimList, *, now: datetime, all_namespaces: bool, wide:
             cell([d.rsplit("/", 1)[-1] for d in item.devices]), cell(item.reserved_for),
             human_age(item.creation_timestamp, now),
             cell(item.drivers), cell(item.pools), cell(item.pods), cell(item.groups),
+            cell([f"{k}={v}" for k, v in item.node_allocatable.items()]), cell(item.findings),
         ])
     columns = CLAIM_COLUMNS if all_namespaces else CLAIM_COLUMNS[1:]
     if not all_namespaces:
@@ -56,7 +57,11 @@ def claim_tree(result: ClaimExplanation, style: Style) -> str:
     for d in result.devices:
         share = f"  shareID {d.share_id}" if d.share_id else ""
         missing = "  " + style("NOT IN ANY RESOURCESLICE", "red") if not d.found else ""
-        lines.append(f"  {d.driver}/{d.pool}/{d.device}  request {d.request}{share}{missing}")
+        klass = f"  class {d.device_class_name}" if d.device_class_name else ""
+        if d.device_class_found is False:
+            klass += " " + style("(no such DeviceClass)", "yellow")
+        admin = "  adminAccess" if d.admin_access else ""
+        lines.append(f"  {d.driver}/{d.pool}/{d.device}  request {d.request}{klass}{share}{admin}{missing}")
         if d.attributes:
             lines.append("    attributes: " + " ".join(f"{k}={v}" for k, v in sorted(d.attributes.items())))
         if d.capacity:

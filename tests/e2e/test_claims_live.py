@@ -172,7 +172,7 @@ def test_explain_claim_live_reads_each_kind_once(cluster, dra):
     counts = {}
     for r in server.list_requests():
         counts[r.resource] = counts.get(r.resource, 0) + 1
-    assert counts == {"resourceclaims": 1, "pods": 1, "resourceslices": 1, "podgroups": 1}
+    assert counts == {"resourceclaims": 1, "pods": 1, "resourceslices": 1, "deviceclasses": 1, "podgroups": 1}
     assert server.list_requests("resourceclaims")[0].query["fieldSelector"] == "metadata.name=trainer-gpus"
 
 

@@ -1,0 +1,195 @@
+"""Every claim finding from a realistic scenario, next to its healthy twin, in both API generations,
+from snapshot files and from the local API server."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+from builders import claim, pod, pod_group, reserved_group, reserved_pod, resource_slice, uid
+from generations import OLD_SERVED, to_v1beta1
+
+GPU = "gpu.example.com"
+SLICE = resource_slice("worker-1", GPU, ["gpu-0", "gpu-1"])
+CPU_SLICE = resource_slice("worker-1", "dra.cpu", [{
+    "name": "cpudevnuma000", "allowMultipleAllocations": True, "capacity": {"dra.cpu/cpu": {"value": "32"}},
+    "nodeAllocatableResources": {"cpu": {"mapping": {"capacityKey": "dra.cpu/cpu", "capacityMultiplier": "1"}}}}])
+
+
+def gpu_claim(name="c", **kw):
+    return claim(name, devices=[(GPU, "worker-1", "gpu-0")], **kw)
+
+
+def cpu_claim(reserved):
+    return claim("c", devices=[("dra.cpu", "worker-1", "cpudevnuma000")], consumed={"dra.cpu/cpu": "4"},
+                 reserved_for=reserved)
+
+
+def with_entry(p):
+    p["status"]["nodeAllocatableResourceClaimStatuses"] = [
+        {"resourceClaimName": "c", "containers": ["main"], "mapping": [{"name": "cpu", "quantity": "4"}]}]
+    return p
+
+
+def scenario_stale_gone():
+    return [SLICE, gpu_claim(reserved_for=[{"resource": "pods", "name": "batch-1", "uid": uid("gone")}])]
+
+
+def twin_stale_gone():
+    p = pod("batch-1", claims={"g": "c"})
+    return [SLICE, p, gpu_claim(reserved_for=[reserved_pod(p)])]
+
+
+def scenario_template_replaced():
+    """A template claim whose pod was replaced: same name, new UID, a new generated claim."""
+    old_uid = uid("web-0/old")
+    new = pod("web-0", templates={"gpu": "single-gpu"}, generated={"gpu": "web-0-gpu-new"})
+    old_claim = gpu_claim("web-0-gpu-old", reserved_for=[{"resource": "pods", "name": "web-0", "uid": old_uid}])
+    old_claim["metadata"]["annotations"] = {"resource.kubernetes.io/pod-claim-name": "gpu"}
+    old_claim["metadata"]["ownerReferences"] = [{"apiVersion": "v1", "kind": "Pod", "name": "web-0", "uid": old_uid,
+                                                 "controller": True}]
+    return [SLICE, new, old_claim,
+            claim("web-0-gpu-new", devices=[(GPU, "worker-1", "gpu-1")], reserved_for=[reserved_pod(new)])]
+
+
+def scenario_done():
+    p = pod("job-1", claims={"g": "c"}, phase="Succeeded")
+    live = pod("job-2", claims={"g": "c"})
+    return [SLICE, p, live, gpu_claim(reserved_for=[reserved_pod(p), reserved_pod(live)])]
+
+
+def twin_done():
+    p, live = pod("job-1", claims={"g": "c"}), pod("job-2", claims={"g": "c"})
+    return [SLICE, p, live, gpu_claim(reserved_for=[reserved_pod(p), reserved_pod(live)])]
+
+
+def scenario_unreserved():
+    a, b = pod("a", claims={"g": "c"}), pod("b", claims={"g": "c"})
+    return [SLICE, a, b, gpu_claim(reserved_for=[reserved_pod(a)])]
+
+
+def twin_unreserved():
+    a, b = pod("a", claims={"g": "c"}), pod("b", claims={"g": "c"})
+    return [SLICE, a, b, gpu_claim(reserved_for=[reserved_pod(a), reserved_pod(b)])]
+
+
+def many(n):
+    pods = [pod(f"w-{i}", claims={"g": "c"}) for i in range(n)]
+    return [SLICE, *pods, gpu_claim(reserved_for=[reserved_pod(p) for p in pods])]
+
+
+def scenario_mapped_shared():
+    a, b = with_entry(pod("a", claims={"c": "c"})), with_entry(pod("b", claims={"c": "c"}))
+    return [CPU_SLICE, a, b, cpu_claim([reserved_pod(a), reserved_pod(b)])]
+
+
+def twin_mapped_shared():
+    a = with_entry(pod("a", claims={"c": "c"}))
+    return [CPU_SLICE, a, cpu_claim([reserved_pod(a)])]
+
+
+def scenario_gate_off():
+    a = pod("a", claims={"c": "c"})
+    return [CPU_SLICE, a, cpu_claim([reserved_pod(a)])]
+
+
+def scenario_device_missing():
+    p = pod("a", claims={"g": "c"})
+    return [resource_slice("worker-1", GPU, ["gpu-1"]), p, gpu_claim(reserved_for=[reserved_pod(p)])]
+
+
+def scenario_deleted():
+    return [SLICE, pod("a", claims={"g": "c"}, phase="Running"),
+            gpu_claim(deleted=True, reserved_for=[reserved_pod(pod("a", claims={"g": "c"}))])]
+
+
+def twin_deleted():
+    return [SLICE, pod("a", claims={"g": "c"}), gpu_claim(reserved_for=[reserved_pod(pod("a", claims={"g": "c"}))])]
+
+
+def scenario_pending():
+    return [SLICE, claim("c", node=None)]
+
+
+def twin_pending():
+    return [SLICE, claim("c", node=None), pod("waiting", node=None, claims={"g": "c"}, phase="Pending")]
+
+
+def group_scenario(deleting: bool, mixed: bool = False):
+    members = [pod(f"m-{i}", group="trainer", claims={"g": "c"}) for i in range(2)]
+    solo = pod("solo", claims={"g": "c"})
+    reserved = [reserved_group("trainer")] + ([reserved_pod(solo)] if mixed else [])
+    return [SLICE, *members, *([solo] if mixed else []), pod_group("trainer", deleting=deleting),
+            gpu_claim(reserved_for=reserved)]
+
+
+SCENARIOS = [
+    ("stale-pod-gone", scenario_stale_gone, ["DeallocationBlocked", "StaleReservation"], twin_stale_gone),
+    ("template-pod-replaced", scenario_template_replaced, ["DeallocationBlocked", "StaleReservation"], None),
+    ("reserved-for-finished-pod", scenario_done, ["StaleReservation"], twin_done),
+    ("referenced-not-reserved", scenario_unreserved, ["ReferencedButNotReserved"], twin_unreserved),
+    ("reserved-for-near-limit", lambda: many(231), ["ReservedForNearLimit"], lambda: many(230)),
+    ("reserved-for-at-limit", lambda: many(256), ["ReservedForNearLimit"], None),
+    ("mapped-claim-shared", scenario_mapped_shared, ["MappedClaimShared"], twin_mapped_shared),
+    ("node-allocatable-gate-off", scenario_gate_off, ["NodeAllocatableGateOff"], twin_mapped_shared),
+    ("allocated-device-missing", scenario_device_missing, ["AllocatedDeviceMissing"], twin_deleted),
+    ("deleted-but-allocated", scenario_deleted, ["DeletedButAllocated"], twin_deleted),
+    ("pending-no-consumers", scenario_pending, ["PendingNoConsumers"], twin_pending),
+    ("podgroup-deleting", lambda: group_scenario(True), ["PodGroupDeleting"], lambda: group_scenario(False)),
+    ("mixed-pod-and-podgroup", lambda: group_scenario(False, mixed=True), [], None),
+]
+CLAIM_NAME = {"template-pod-replaced": "web-0-gpu-old"}
+
+CASES = [(name, build, codes) for name, build, codes, _ in SCENARIOS]
+CASES += [(f"{name}-healthy-twin", twin, []) for name, _, _, twin in SCENARIOS if twin is not None]
+
+
+@pytest.fixture(params=["v1", "v1beta1"])
+def generation(request):
+    return request.param
+
+
+@pytest.fixture(params=["snapshot", "live"])
+def run_explain(request, tmp_path, make_apiserver, kubeconfig_for, dra, generation):
+    def run(objects: list[dict], claim_name: str):
+        if generation == "v1beta1":
+            objects = [to_v1beta1(o) for o in objects]
+        if request.param == "snapshot":
+            path = tmp_path / "objects.yaml"
+            path.write_text(yaml.safe_dump_all(objects))
+            where = ["--snapshot", str(path), "-n", "ml"]
+        else:
+            server = make_apiserver(objects, served=OLD_SERVED if generation == "v1beta1" else None)
+            where = ["--kubeconfig", str(kubeconfig_for(server, namespace="ml"))]
+        result = dra("explain", "claim", claim_name, *where, "-o", "json")
+        assert result.exit_code == 0, result
+        return result.json()
+
+    return run
+
+
+@pytest.mark.parametrize("name,build,expected", CASES, ids=[c[0] for c in CASES])
+def test_claim_scenario(name, build, expected, run_explain):
+    doc = run_explain(build(), CLAIM_NAME.get(name.removesuffix("-healthy-twin"), "c"))
+    assert sorted({f["code"] for f in doc["findings"]}) == expected
+    for finding in doc["findings"]:
+        assert finding["message"].endswith(".") or finding["message"].endswith(")"), finding
+
+
+def test_mixed_entries_cover_members_and_the_solo_pod(run_explain):
+    doc = run_explain(group_scenario(False, mixed=True), "c")
+    assert [(r["resource"], r["resolved"]) for r in doc["reservedFor"]] == [("podgroups", "exists"), ("pods", "exists")]
+    assert [(c["pod"], c["reserved"]) for c in doc["consumers"]] == [
+        ("ml/m-0", True), ("ml/m-1", True), ("ml/solo", True)]
+
+
+def test_at_limit_counts_against_256(run_explain):
+    doc = run_explain(many(256), "c")
+    assert len(doc["reservedFor"]) == 256 and doc["reservedForLimit"] == 256
+    assert [f["severity"] for f in doc["findings"]] == ["error"]
+
+
+def test_replaced_template_pod_is_named(run_explain):
+    doc = run_explain(scenario_template_replaced(), "web-0-gpu-old")
+    assert doc["reservedFor"][0]["resolved"] == "uidMismatch"
+    stale = next(f for f in doc["findings"] if f["code"] == "StaleReservation")
+    assert "pod web-0 was replaced" in stale["message"] and "kube-controller-manager" in stale["message"]
