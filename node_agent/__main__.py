@@ -1,17 +1,91 @@
-"""``dra-node-agent``: the node agent's command line (``run`` and ``scan`` arrive with the agent)."""
+"""``dra-node-agent``: ``scan`` once from a node shell, or ``run`` as the DaemonSet service."""
 
 from __future__ import annotations
+
+import os
+import socket
+import sys
 
 import click
 
 from kubectl_dra import __version__
+from kubectl_dra.cli.nodeflags import node_options
+from kubectl_dra.cli.options import kube_options
+
+EXIT = "Exit codes (scan): 0 every pod matches; 1 divergence found; 2 error (cgroup v1, unreadable root, bad input)."
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100}, epilog=EXIT)
 @click.version_option(__version__, prog_name="dra-node-agent")
 def cli() -> None:
     """Read the cgroup v2 values of every pod on this node and compare them with what the
-    kubelet and the runtime should have written for their DRA claims."""
+    kubelet and the runtime should have written, DRA node-allocatable amounts included."""
+
+
+def default_node() -> str:
+    return os.environ.get("NODE_NAME") or socket.gethostname()
+
+
+def agent_options(command):
+    command = click.option("--node", default=default_node, show_default="$NODE_NAME or the hostname",
+                           help="The node whose pods to check.")(command)
+    command = click.option("--cgroup-root", default="/sys/fs/cgroup", show_default=True, type=click.Path(),
+                           help="Where the host's cgroup v2 tree is mounted (/host/sys/fs/cgroup in the DaemonSet).")(
+        command)
+    command = click.option("--sys-root", default=None, type=click.Path(),
+                           help="Host /sys, for huge page sizes [default: the cgroup root without /fs/cgroup].")(
+        command)
+    return command
+
+
+@cli.command("scan", epilog=EXIT)
+@kube_options
+@node_options
+@agent_options
+@click.option("--once", is_flag=True, help="Scan once and exit (the only mode of scan; for a node shell).")
+@click.option("-o", "--output", "output_format", type=click.Choice(["table", "wide", "json", "yaml"]),
+              default="table", show_default=True)
+@click.option("--no-headers", is_flag=True)
+@click.pass_context
+def scan_command(ctx, kube, node_flags, node, cgroup_root, sys_root, once, output_format, no_headers) -> None:
+    """Compare every pod on the node with the prediction and print a NodeEnforcementReport.
+
+    \b
+    Pods come from the API server (only this node's: fieldSelector
+    spec.nodeName) or from --snapshot files.
+
+    \b
+    Examples:
+      dra-node-agent scan --once --node worker-1
+      dra-node-agent scan --once --snapshot bundle/ --node worker-1 --cgroup-root /tmp/tree/fs/cgroup -o json
+    """
+    from node_agent.service import run_scan_once
+
+    sys.exit(run_scan_once(kube, node_flags, node, cgroup_root, sys_root, output_format, no_headers))
+
+
+@cli.command("run", epilog="The DaemonSet's command; see manifests/.")
+@kube_options
+@node_options
+@agent_options
+@click.option("--listen", default="0.0.0.0:8080", show_default=True, help="Address for /metrics /healthz /readyz /report.")
+@click.option("--interval", default=60.0, show_default=True, type=float, help="Seconds between full rescans.")
+@click.option("--publish/--no-publish", default=True, show_default=True,
+              help="Write the NodeEnforcementReport and Events (off: metrics and /report only).")
+@click.option("--check-network", is_flag=True,
+              help="Also check that allocated network devices sit in the pod's network namespace "
+                   "(needs the privileged overlay: hostPID and CAP_SYS_ADMIN).")
+@click.option("--proc-root", default="/proc", show_default=True, type=click.Path(),
+              help="The host's /proc (for --check-network and process names).")
+def run_command(kube, node_flags, node, cgroup_root, sys_root, listen, interval, publish, check_network,
+                proc_root) -> None:
+    """Run as the DaemonSet service: watch this node's pods, rescan on change and every
+    --interval seconds, publish the report, Events and Prometheus metrics."""
+    from node_agent.service import Agent, AgentConfig
+
+    config = AgentConfig(node=node, cgroup_root=cgroup_root, sys_root=sys_root, listen=listen, interval=interval,
+                         publish=publish, check_network=check_network, proc_root=proc_root, node_flags=node_flags)
+    sys.exit(Agent(config, kube).serve_forever())
 
 
 def main() -> None:

@@ -26,6 +26,7 @@ create/replace/patch/delete (merge, strategic-as-merge, JSON patch, apply-as-mer
 from __future__ import annotations
 
 import base64
+import bisect
 import datetime
 import json
 import random
@@ -553,6 +554,7 @@ class FakeAPIServer:
         self._events: list[tuple[int, tuple[str, str], str, dict]] = []
         self._failures: list[_Failure] = []
         self._expire_continue = 0
+        self._key_cache: dict = {}
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self._connections: set[socket.socket] = set()
@@ -580,10 +582,13 @@ class FakeAPIServer:
             raise RuntimeError("FakeAPIServer is not started")
         return self._url
 
-    def start(self) -> "FakeAPIServer":
+    def start(self, port: int | None = None) -> "FakeAPIServer":
+        """Start serving; a stopped server comes back on its old port (an API server outage)."""
         if self._httpd is not None:
             return self
-        httpd = _HTTPServer(("127.0.0.1", 0), _Handler)
+        if port is None and self._url is not None:
+            port = int(self._url.rsplit(":", 1)[1])
+        httpd = _HTTPServer(("127.0.0.1", port or 0), _Handler)
         httpd.fake = self  # type: ignore[attr-defined]
         self._httpd = httpd
         self._stopping = False
@@ -1062,7 +1067,7 @@ class FakeAPIServer:
         token = query.get("continue") or None
         with self._lock:
             store = self._store.get((rt.group, rt.plural), {})
-            keys = [k for k in sorted(store) if match(store[k])]
+            ordered = self._sorted_keys(rt, store)
             rv = self._rv
             if token and self._expire_continue > 0:
                 self._expire_continue -= 1
@@ -1075,9 +1080,7 @@ class FakeAPIServer:
                                   "that were created, modified, or deleted between the time the first chunk was "
                                   "returned and now may show up in the list.",
                              "Expired", metadata={"continue": fresh})
-            if token:
-                start = self._decode_token(token, rt)
-                keys = [k for k in keys if k > start]
+            first = bisect.bisect_right(ordered, self._decode_token(token, rt)) if token else 0
             try:
                 limit = int(query.get("limit") or 0)
             except ValueError:
@@ -1085,15 +1088,29 @@ class FakeAPIServer:
             if limit > 0 and self.page_size_cap:
                 limit = min(limit, self.page_size_cap)
             meta: dict[str, Any] = {"resourceVersion": str(rv)}
+            keys: list = []
+            position = first
+            while position < len(ordered) and (limit <= 0 or len(keys) <= limit):
+                key = ordered[position]
+                if match(store[key]):
+                    keys.append(key)
+                position += 1
             if limit > 0 and len(keys) > limit:
-                remaining = len(keys) - limit
                 keys = keys[:limit]
                 meta["continue"] = self._encode_token(rt, keys[-1], rv)
                 if not query.get("labelSelector") and not query.get("fieldSelector"):
-                    meta["remainingItemCount"] = remaining
+                    meta["remainingItemCount"] = len(ordered) - bisect.bisect_right(ordered, keys[-1])
             items = [self._present(store[k], rt, route.version) for k in keys]
         return _Reply(200, {"kind": f"{rt.kind}List", "apiVersion": _gv(rt.group, route.version or "v1"),
                             "metadata": meta, "items": items})
+
+    def _sorted_keys(self, rt: ResourceType, store: dict) -> list:
+        """The store's keys in order, cached until the next write (pages bisect into it)."""
+        cached = self._key_cache.get((rt.group, rt.plural))
+        if cached is None or cached[0] != self._rv or cached[1] != len(store):
+            cached = (self._rv, len(store), sorted(store))
+            self._key_cache[(rt.group, rt.plural)] = cached
+        return cached[2]
 
     @staticmethod
     def _encode_token(rt: ResourceType, key: _Key, rv: int) -> str:

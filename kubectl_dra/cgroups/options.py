@@ -101,8 +101,10 @@ def _minor(version: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def resolve(given: dict[str, object], node=None) -> tuple[NodeOptions, dict[str, str]]:
-    """Flags win, then what the node shows, then defaults; returns the options and each one's source."""
+def resolve(given: dict[str, object], node=None, observed: dict[str, object] | None = None,
+            observed_source: str = "cgroup tree") -> tuple[NodeOptions, dict[str, str]]:
+    """Flags win, then what the node's cgroup tree shows (agent only), then the Node object, then
+    defaults; returns the options and each one's source."""
     detected = from_node(node)
     values: dict[str, object] = {}
     sources: dict[str, str] = {}
@@ -110,6 +112,8 @@ def resolve(given: dict[str, object], node=None) -> tuple[NodeOptions, dict[str,
         key = field.alias or name  # camelCase, like every key of the JSON documents
         if given.get(name) is not None:
             values[name], sources[key] = given[name], "flag"
+        elif observed and observed.get(name) is not None:
+            values[name], sources[key] = observed[name], observed_source
         elif name in detected:
             values[name], sources[key] = detected[name], f"node {node.name}"
         else:

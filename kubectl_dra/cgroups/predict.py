@@ -39,6 +39,7 @@ class ContainerCgroup(CgroupFiles):
     name: str
     type: str  # container | init | sidecar
     container_id: str | None = None
+    shares: int = 2  # the CRI CpuShares the runtime converts to cpu.weight
 
 
 class PodCgroups(Part):
@@ -219,6 +220,7 @@ def _container_files(pod: Pod, container: Container, kind: str, pod_path: str, e
     else:
         milli = requests["cpu"].milli_value() if "cpu" in requests else 0
         shares, source = f.milli_cpu_to_shares(milli), f"request {requests.get('cpu', '0')}"
+    out.shares = shares
     out.set("cpu.weight", str(formula(shares)),
             f"{source} -> shares {shares} -> {options.weight_formula} weight (runtime); DRA never adds cpu shares")
 

@@ -7,6 +7,7 @@ from datetime import datetime
 from pydantic import Field
 
 from kubectl_dra.document import Document, Part
+from kubectl_dra.gcpause import gc_paused
 from kubectl_dra.model.inventory import Inventory
 from kubectl_dra.model.resource import ResourceClaim, ResourceClaimConsumerReference
 from kubectl_dra.quantity import Quantity
@@ -82,6 +83,13 @@ def list_claims(inventory: Inventory, *, detailed: bool = False, only_findings: 
                 sort_by: str = "namespace") -> ClaimList:
     """One summary per claim. ``detailed`` also joins devices and reservations (needs slices, pods,
     PodGroups) to fill the node-allocatable amounts and the finding codes."""
+    with gc_paused():
+        items = _summaries(inventory, detailed, only_findings)
+    items.sort(key=sort_key(sort_by) or SORT_KEYS["namespace"])
+    return ClaimList(items=items, problems=[p.message for p in inventory.problems])
+
+
+def _summaries(inventory: Inventory, detailed: bool, only_findings: bool) -> list[ClaimSummary]:
     items = []
     for claim in inventory.claims():
         item = summarize(claim, inventory)
@@ -98,5 +106,4 @@ def list_claims(inventory: Inventory, *, detailed: bool = False, only_findings: 
         if only_findings and not item.findings:
             continue
         items.append(item)
-    items.sort(key=sort_key(sort_by) or SORT_KEYS["namespace"])
-    return ClaimList(items=items, problems=[p.message for p in inventory.problems])
+    return items

@@ -66,15 +66,22 @@ class Session:
 
     def get(self, path: str, query: Sequence[tuple[str, str]] = ()) -> dict:
         """GET ``path`` and return the decoded JSON object; raise :class:`ApiError` otherwise."""
+        return self.request("GET", path, query)
+
+    def request(self, method: str, path: str, query: Sequence[tuple[str, str]] = (), body: Any = None,
+                content_type: str = "application/json") -> dict:
+        """One request; writes (the agent's report and Events) are not retried by the pool."""
         import urllib3
 
         headers = {"Accept": "application/json", **self.headers}
-        method, url, header_params, _, _ = self.api_client.param_serialize(
-            method="GET", resource_path=path, query_params=list(query),
+        if body is not None:
+            headers["Content-Type"] = content_type
+        method, url, header_params, serialized, _ = self.api_client.param_serialize(
+            method=method, resource_path=path, query_params=list(query), body=body,
             header_params=headers, auth_settings=["BearerToken"],
         )
         try:
-            response = self.api_client.call_api(method, url, header_params=header_params,
+            response = self.api_client.call_api(method, url, header_params=header_params, body=serialized,
                                                 _request_timeout=self.timeout)
             body = response.read()
         except urllib3.exceptions.MaxRetryError as exc:
@@ -94,6 +101,38 @@ class Session:
         if not isinstance(doc, dict):
             raise ApiError(f"{self.server}{path}: unexpected answer (not an object)")
         return doc
+
+    def watch(self, path: str, query: Sequence[tuple[str, str]], timeout: float):
+        """Yield watch events (decoded JSON lines) until the server ends the stream."""
+        import urllib3
+
+        headers = {"Accept": "application/json", **self.headers}
+        method, url, header_params, _, _ = self.api_client.param_serialize(
+            method="GET", resource_path=path, query_params=[*query, ("watch", "1")],
+            header_params=headers, auth_settings=["BearerToken"])
+        try:
+            response = self.api_client.rest_client.pool_manager.request(
+                method, url, headers=header_params, preload_content=False, retries=False,
+                timeout=urllib3.Timeout(connect=self.timeout[0] if isinstance(self.timeout, tuple) else self.timeout,
+                                        read=timeout))
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise ApiError(self._unreachable(exc)) from None
+        try:
+            if response.status >= 400:
+                raise ApiError(status_message(response.status, response.read(), response.reason),
+                               status=response.status)
+            buffer = b""
+            try:
+                for chunk in response.stream(4096):
+                    buffer += chunk
+                    while b"\n" in buffer:
+                        line, buffer = buffer.split(b"\n", 1)
+                        if line.strip():
+                            yield json.loads(line)
+            except (urllib3.exceptions.HTTPError, OSError, ValueError):
+                return
+        finally:
+            response.release_conn()
 
     def _unreachable(self, reason: object) -> str:
         text = str(reason)

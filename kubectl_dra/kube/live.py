@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Iterable, Iterator
 
 from kubectl_dra.errors import ApiError, InputError
+from kubectl_dra.gcpause import gc_paused
 from kubectl_dra.kube.client import Session
 from kubectl_dra.kube.reads import ReadRequest
 from kubectl_dra.model.inventory import Inventory
@@ -61,8 +62,9 @@ class LiveSource:
 
     def read(self, requests: Iterable[ReadRequest]) -> Inventory:
         inventory = Inventory()
-        for request in requests:
-            self._read_kind(request, inventory)
+        with gc_paused():
+            for request in requests:
+                self._read_kind(request, inventory)
         return inventory
 
     def _read_kind(self, request: ReadRequest, inventory: Inventory) -> None:

@@ -14,6 +14,7 @@ from typing import Iterable, Iterator
 import yaml
 
 from kubectl_dra.errors import InputError
+from kubectl_dra.gcpause import gc_paused
 from kubectl_dra.kube.reads import ReadRequest
 from kubectl_dra.kube.selectors import field_matcher, label_matcher
 from kubectl_dra.model.base import KubeObject
@@ -99,7 +100,8 @@ class SnapshotSource:
 
     def read(self, requests: Iterable[ReadRequest]) -> Inventory:
         if self._loaded is None:
-            self._loaded = load_snapshot(self.path)
+            with gc_paused():
+                self._loaded = load_snapshot(self.path)
         loaded = self._loaded
         inventory = Inventory()
         if not self._problems_reported:  # a command may read in two rounds; say each problem once

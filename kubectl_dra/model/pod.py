@@ -7,7 +7,7 @@ shapes (1.36 ``resources`` map, 1.37 ``mapping``/``overhead`` lists).
 
 from __future__ import annotations
 
-from typing import ClassVar, Iterator
+from typing import Any, ClassVar, Iterator
 
 from pydantic import Field
 
@@ -109,6 +109,11 @@ class ContainerStatus(View):
     ready: bool = False
     restart_count: int = 0
     started: bool | None = None
+    state: dict[str, Any] = Field(default_factory=dict)  # running | waiting | terminated
+
+    @property
+    def running(self) -> bool:
+        return "running" in self.state
 
     @property
     def runtime_and_id(self) -> tuple[str, str] | None:

@@ -1,0 +1,219 @@
+"""Instance types, the input Karpenter matches overlays against (DESIGN §4.4).
+
+Karpenter gets them from its cloud provider; they are not API objects. They come from an
+``InstanceTypeCatalog`` document, or, without one, are inferred from the NodeClaims and Nodes that
+exist, which gives labels, zones, capacity types and capacity but no prices.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any, Literal
+
+from pydantic import Field, ValidationError, field_validator
+
+from kubectl_dra.document import Part
+from kubectl_dra.errors import InputError
+from kubectl_dra.model.base import Qty
+from kubectl_dra.model.karpenter import NodeClaim, NodePool
+from kubectl_dra.model.node import Node
+from kubectl_dra.model.registry import format_validation_error
+from kubectl_dra.overlays.requirements import (
+    CAPACITY_TYPE, HOSTNAME, IN, INSTANCE_TYPE, NODEPOOL, OPERATORS, ZONE, Requirement, Requirements, normalize_key,
+)
+
+CATALOG_KIND = "InstanceTypeCatalog"
+
+
+def _label_text(value: Any) -> Any:
+    """YAML reads ``instance-cpu: 8`` as an int; label values are text."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return str(value)
+    return value
+
+
+class SelectorRequirement(Part):
+    key: str
+    operator: str
+    values: list[str] = Field(default_factory=list)
+
+    @field_validator("values", mode="before")
+    @classmethod
+    def _texts(cls, value: Any) -> Any:
+        return [_label_text(v) for v in value] if isinstance(value, list) else value
+
+    @field_validator("operator")
+    @classmethod
+    def _known(cls, value: str) -> str:
+        if value not in OPERATORS:
+            raise ValueError(f"unsupported operator {value!r} (one of {', '.join(OPERATORS)})")
+        return value
+
+
+class Offering(Part):
+    """Where and how an instance type can be bought; ``price`` None means unknown."""
+
+    zone: str | None = None
+    capacity_type: str | None = None
+    price: float | None = None
+    requirements: list[SelectorRequirement] = Field(default_factory=list)  # provider keys, e.g. reservation id
+    available: bool = True
+
+    @field_validator("requirements", mode="before")
+    @classmethod
+    def _mapping(cls, value: Any) -> Any:
+        if isinstance(value, dict):  # {key: value} shorthand
+            return [{"key": k, "operator": IN, "values": [_label_text(v)]} for k, v in value.items()]
+        return value
+
+    @field_validator("price", mode="before")
+    @classmethod
+    def _number(cls, value: Any) -> Any:
+        if isinstance(value, bool):
+            raise ValueError("price must be a number")
+        if isinstance(value, str):
+            try:
+                return float(value)
+            except ValueError:
+                raise ValueError(f"price {value!r} is not a number") from None
+        return value
+
+    def requirement_set(self) -> Requirements:
+        reqs = Requirements.from_selector(self.requirements)
+        if self.zone is not None:
+            reqs.add(Requirement.of(ZONE, IN, (self.zone,)))
+        if self.capacity_type is not None:
+            reqs.add(Requirement.of(CAPACITY_TYPE, IN, (self.capacity_type,)))
+        return reqs
+
+    def slot(self) -> str:
+        """Identifies the offering the way Karpenter keys price overlays: by its requirements."""
+        return ", ".join(str(r) for r in sorted(self.requirement_set(), key=lambda r: r.key))
+
+
+class InstanceType(Part):
+    name: str
+    node_pools: list[str] | None = None  # None: offered to every NodePool
+    labels: dict[str, str] = Field(default_factory=dict)
+    requirements: list[SelectorRequirement] = Field(default_factory=list)
+    capacity: dict[str, Qty] = Field(default_factory=dict)
+    overhead: dict[str, Qty] = Field(default_factory=dict)  # kube/system reserved + eviction, when known
+    offerings: list[Offering] = Field(default_factory=list)
+    source: Literal["catalog", "inferred"] = "catalog"
+
+    @field_validator("labels", mode="before")
+    @classmethod
+    def _texts(cls, value: Any) -> Any:
+        return {k: _label_text(v) for k, v in value.items()} if isinstance(value, dict) else value
+
+    def offered_to(self, nodepool: str) -> bool:
+        return self.node_pools is None or nodepool in self.node_pools
+
+    def requirement_set(self) -> Requirements:
+        """What Karpenter's provider would report: labels, multi-valued requirements, and the zones
+        and capacity types of the offerings when neither labels nor requirements name them."""
+        reqs = Requirements.from_labels(self.labels)
+        reqs.add(*Requirements.from_selector(self.requirements))
+        if INSTANCE_TYPE not in reqs:
+            reqs.add(Requirement.of(INSTANCE_TYPE, IN, (self.name,)))
+        for key, attr in ((ZONE, "zone"), (CAPACITY_TYPE, "capacity_type")):
+            if key not in reqs:
+                values = sorted({getattr(o, attr) for o in self.offerings if getattr(o, attr) is not None})
+                if values:
+                    reqs.add(Requirement.of(key, IN, values))
+        return reqs
+
+    @property
+    def prices_known(self) -> bool:
+        return all(o.price is not None for o in self.offerings)
+
+
+def from_catalog(doc: dict) -> list[InstanceType]:
+    """The instance types of one catalog document; :class:`InputError` names the bad entry."""
+    if not isinstance(doc, dict):
+        raise InputError(f"{CATALOG_KIND}: expected an object, found {type(doc).__name__}")
+    name = (doc.get("metadata") or {}).get("name") if isinstance(doc.get("metadata"), dict) else None
+    where = f"{CATALOG_KIND} {name}" if name else CATALOG_KIND
+    items = doc.get("instanceTypes")
+    if items is None:
+        items = []
+    if not isinstance(items, list):
+        raise InputError(f"{where}: instanceTypes must be a list")
+    result: list[InstanceType] = []
+    seen: dict[str, list[str] | None] = {}
+    for i, item in enumerate(items):
+        label = f"instanceTypes[{i}]"
+        if isinstance(item, dict) and isinstance(item.get("name"), str):
+            label = f"instance type {item['name']}"
+        if not isinstance(item, dict):
+            raise InputError(f"{where}: {label}: expected an object")
+        if "source" in item:
+            item = {k: v for k, v in item.items() if k != "source"}
+        try:
+            it = InstanceType.model_validate(item)
+        except ValidationError as exc:
+            raise InputError(f"{where}: {label}: {format_validation_error(exc)}") from None
+        for key, value in it.labels.items():
+            if normalize_key(key) == INSTANCE_TYPE and value != it.name:
+                raise InputError(f"{where}: {label}: label {INSTANCE_TYPE} is {value!r}, but the name is {it.name!r}")
+        if it.name in seen:
+            earlier = seen[it.name]
+            if earlier is None or it.node_pools is None or set(earlier) & set(it.node_pools):
+                raise InputError(f"{where}: {label} is listed twice for the same NodePool")
+            seen[it.name] = list(earlier) + list(it.node_pools)
+        else:
+            seen[it.name] = it.node_pools
+        result.append(it)
+    return result
+
+
+_NODE_SPECIFIC = frozenset({HOSTNAME, ZONE, CAPACITY_TYPE})
+
+
+def _instance_labels(labels: dict[str, str]) -> dict[str, str]:
+    """Labels a machine has because of its instance type (not its name, zone or Karpenter state)."""
+    return {k: v for k, v in labels.items()
+            if k not in _NODE_SPECIFIC and not k.startswith("karpenter.sh/") and not k.startswith("node-role.")}
+
+
+def infer_from_cluster(nodes: list[Node], nodeclaims: list[NodeClaim],
+                       nodepools: list[NodePool] = ()) -> list[InstanceType]:
+    """Instance types seen on Karpenter-launched machines, one per (NodePool, instance type).
+
+    Labels are those all machines of the group agree on; offerings are the zones and capacity
+    types they run in, prices unknown. Capacity is the NodeClaim's (Karpenter's own prediction,
+    which already includes any overlay capacity at launch time), else the Node's. The NodePool's
+    template labels are left out: they come from the NodePool, not the instance type.
+    """
+    template_labels = {np.name: set(np.spec.template.metadata.labels) for np in nodepools}
+    claimed_nodes = {nc.status.node_name for nc in nodeclaims if nc.status.node_name}
+    machines: list[tuple[str, dict[str, str], dict]] = []  # (name, labels, capacity)
+    for nc in sorted(nodeclaims, key=lambda o: o.name):
+        machines.append((nc.name, nc.metadata.labels, nc.status.capacity))
+    nodes_by_name = {n.name: n for n in nodes}
+    for node in sorted(nodes, key=lambda o: o.name):
+        if node.name not in claimed_nodes:
+            machines.append((node.name, node.metadata.labels, node.status.capacity))
+    groups: dict[tuple[str, str], list[tuple[str, dict[str, str], dict]]] = defaultdict(list)
+    for name, labels, capacity in machines:
+        it_name, pool = labels.get(INSTANCE_TYPE), labels.get(NODEPOOL)
+        if it_name and pool:
+            groups[(pool, it_name)].append((name, labels, capacity))
+    result = []
+    for (pool, it_name), members in sorted(groups.items()):
+        common = _instance_labels(members[0][1])
+        for _, labels, _ in members[1:]:
+            common = {k: v for k, v in common.items() if labels.get(k) == v}
+        common = {k: v for k, v in common.items() if k not in template_labels.get(pool, ())}
+        offerings = sorted({(labels.get(ZONE), labels.get(CAPACITY_TYPE)) for _, labels, _ in members},
+                           key=lambda zc: (zc[0] or "", zc[1] or ""))
+        capacity = next((cap for _, _, cap in members if cap), {})
+        if not capacity:
+            node = next((nodes_by_name.get(n) for n, _, _ in members if n in nodes_by_name), None)
+            capacity = node.status.capacity if node else {}
+        result.append(InstanceType(
+            name=it_name, node_pools=[pool], labels=common, capacity=dict(capacity), source="inferred",
+            offerings=[Offering(zone=z, capacity_type=c, price=None) for z, c in offerings]))
+    return result

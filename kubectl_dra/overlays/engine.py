@@ -1,0 +1,703 @@
+"""Karpenter's NodeOverlay evaluation, re-done so it can be explained.
+
+Karpenter recomputes everything in one pass: overlays sorted by weight (descending, unset = 0,
+ties by name descending); each one validated, matched against every (NodePool, instance type),
+checked for conflicts *everywhere* before anything of it is stored, then stored first-writer-wins
+(price per offering, capacity per resource key). This module follows that pass step by step and
+keeps what Karpenter throws away: who holds each slot, who a conflict is with, and the clashes
+its capacity check cannot see.
+
+Matching is indexed: a context (NodePool, instance type) can only match an overlay requirement
+``key In [values]`` if it lists one of those values or defines the key as a complement, so the
+candidates for an overlay come from set intersections and only those get the full check.
+"""
+
+from __future__ import annotations
+
+import gc
+from collections import defaultdict
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Iterable, Iterator
+
+from kubectl_dra.document import Finding
+from kubectl_dra.model.karpenter import NodeOverlay, NodePool
+from kubectl_dra.overlays.catalog import InstanceType, Offering
+from kubectl_dra.overlays.explain import (
+    InstanceTypeEffect, InstanceTypeView, KarpenterStatus, OfferingView, OverlayExplanation, OverlayMatch,
+    OverlayView,
+)
+from kubectl_dra.overlays.price import adjusted_price, is_absolute
+from kubectl_dra.overlays.requirements import (
+    CAPACITY_TYPE, IN, NEGATIVE, NODEPOOL, ZONE, Requirement, Requirements, offering_compatible,
+)
+from kubectl_dra.overlays.templates import DriverSlots, DynamicResources, parse_dynamic_resources, predict_slices
+from kubectl_dra.overlays.validation import runtime_errors, schema_errors
+from kubectl_dra.quantity import Quantity
+
+HUGEPAGES_PREFIX = "hugepages-"
+_EXAMPLES = 3  # how many slots a message names before "and N more"
+
+
+def processing_order(overlays: Iterable[NodeOverlay]) -> list[NodeOverlay]:
+    """Karpenter's ``OrderByWeight``: weight descending (unset = 0), ties by name descending."""
+    by_name = sorted(overlays, key=lambda o: o.name, reverse=True)
+    return sorted(by_name, key=lambda o: -(o.spec.weight or 0))
+
+
+@dataclass(frozen=True)
+class _OfferingSlot:
+    """One offering and its price-slot key (Karpenter keys by the offering's requirements)."""
+
+    key: str
+    reqs: Requirements
+    offering: Offering
+    label: str  # "on-demand us-west-2a" for messages
+    extra: dict[str, list[str]] | None  # provider keys beyond zone and capacity type
+
+
+def _offering_slots(it: InstanceType) -> list[_OfferingSlot]:
+    slots = []
+    for off in it.offerings:
+        reqs = off.requirement_set()
+        extra = {r.key: sorted(r.values) for r in reqs if r.key not in (ZONE, CAPACITY_TYPE)} or None
+        label = " ".join(str(x) for x in (off.capacity_type, off.zone) if x is not None) or "offering"
+        if extra:
+            label += " " + " ".join(f"{k}={','.join(v)}" for k, v in extra.items())
+        slots.append(_OfferingSlot(off.slot(), reqs, off, label, extra))
+    return slots
+
+
+@dataclass(eq=False)
+class _Context:
+    """One (NodePool, instance type): what Karpenter matches an overlay against."""
+
+    index: int
+    pool: NodePool
+    it: InstanceType
+    reqs: Requirements
+    offerings: list[_OfferingSlot]
+    match: OverlayMatch  # shared by every overlay that matches this context
+
+    @property
+    def label(self) -> str:
+        return f"{self.pool.name}/{self.it.name}"
+
+    def node_labels(self) -> dict[str, str]:
+        """Labels a node of this context is sure to carry (single-valued requirements)."""
+        labels = {r.key: next(iter(r.values)) for r in self.reqs
+                  if not r.complement and len(r.values) == 1}
+        return labels
+
+
+@dataclass(eq=False)
+class _Overlay:
+    obj: NodeOverlay
+    name: str
+    weight: int  # unset counts as 0
+    order: int
+    errors: list[str]
+    schema_invalid: bool
+    change: str | None
+    change_kind: str | None
+    has_capacity: bool
+    capacity: dict[str, Quantity]
+    dynamic: DynamicResources
+    reqs: Requirements | None = None
+    status: str = "Ready"
+    matches: list[tuple[_Context, list[int]]] = field(default_factory=list)
+    conflicts_with: set[str] = field(default_factory=set)
+    conflict_slots: list[tuple[str, str, str]] = field(default_factory=list)  # (kind, where, peer)
+    contested_prices: list[tuple[int, str]] = field(default_factory=list)  # price slots of the conflict
+    template_only_conflict: bool = False
+    won: int = 0
+    lost: int = 0
+    shadowed_by: set[str] = field(default_factory=set)
+    undetected: set[str] = field(default_factory=set)
+
+    def sets(self) -> list[str]:
+        out = [self.change_kind] if self.change_kind else []
+        if self.has_capacity:
+            out.append("capacity")
+        if self.dynamic:
+            out.append("dynamicResources")
+        return out
+
+
+@dataclass(eq=False)
+class _PriceSlot:
+    winner: _Overlay
+    lowest_weight: int
+    last: _Overlay
+
+
+@dataclass(eq=False)
+class _CapacitySlot:
+    keys: dict[str, tuple[_Overlay, Quantity]] = field(default_factory=dict)  # merged: first writer per key
+    lowest_weight: int = 0
+    last_keys: frozenset[str] = frozenset()  # only the most recently stored overlay's keys (Karpenter)
+    last: _Overlay | None = None
+
+
+class _Index:
+    """Which contexts can satisfy an overlay requirement, by key and value."""
+
+    def __init__(self, contexts: list[_Context]) -> None:
+        self.all = set(range(len(contexts)))
+        self.values: dict[str, dict[str, set[int]]] = defaultdict(lambda: defaultdict(set))
+        self.complement: dict[str, set[int]] = defaultdict(set)
+        self.defined: dict[str, set[int]] = defaultdict(set)
+        for ctx in contexts:
+            for req in ctx.reqs:
+                self.defined[req.key].add(ctx.index)
+                if req.complement:
+                    self.complement[req.key].add(ctx.index)
+                else:
+                    for value in req.values:
+                        self.values[req.key][value].add(ctx.index)
+
+    def candidates(self, reqs: Requirements) -> tuple[set[int], set[int]]:
+        """(contexts that surely match, contexts that need the full check)."""
+        plain = True
+        sure: set[int] | None = None
+        possible: set[int] | None = None
+        for req in sorted(reqs, key=lambda r: len(r.values), reverse=False):
+            if not req.complement and req.values:
+                by_value = self.values.get(req.key, {})
+                hits: set[int] = set()
+                for value in req.values:
+                    hits |= by_value.get(value, set())
+                limit = hits | self.complement.get(req.key, set())
+                sure = hits if sure is None else sure & hits
+            elif req.complement and not req.values:  # Exists, possibly bounded
+                limit = self.defined.get(req.key, set())
+                plain = False
+            else:  # NotIn, DoesNotExist: no index
+                plain = False
+                continue
+            possible = set(limit) if possible is None else possible & limit
+            if not possible:
+                return set(), set()
+        if possible is None:
+            return set(), set(self.all)
+        if not plain or sure is None:
+            return set(), possible
+        sure &= possible
+        return sure, possible - sure
+
+
+def _karpenter_status(obj: NodeOverlay) -> KarpenterStatus | None:
+    conditions = {c.type: c for c in obj.status.conditions}
+    condition = conditions.get("Ready") or conditions.get("ValidationSucceeded")
+    if condition is None:
+        return None
+    observed = None
+    for raw in (obj.raw.get("status") or {}).get("conditions") or []:
+        if isinstance(raw, dict) and raw.get("type") == condition.type:
+            observed = raw.get("observedGeneration")
+    return KarpenterStatus(status=condition.status, reason=condition.reason, message=condition.message,
+                           observed_generation=observed if isinstance(observed, int) else None)
+
+
+def _karpenter_verdict(status: KarpenterStatus) -> str | None:
+    if status.status == "True":
+        return "Ready"
+    if status.status == "False":
+        return status.reason if status.reason in ("Conflict", "RuntimeValidation") else f"False ({status.reason})"
+    return None
+
+
+def _has_capacity(obj: NodeOverlay) -> bool:
+    """Go tells ``capacity: {}`` (a non-nil map, which Karpenter stores) from no capacity at all."""
+    raw_spec = obj.raw.get("spec") if isinstance(obj.raw.get("spec"), dict) else {}
+    return bool(obj.spec.capacity) or raw_spec.get("capacity") is not None
+
+
+def _prepare(obj: NodeOverlay, order: int) -> _Overlay:
+    schema = schema_errors(obj)
+    errors = schema + runtime_errors(obj)
+    spec = obj.spec
+    change, kind = (spec.price, "price") if spec.price is not None else (spec.price_adjustment, "priceAdjustment")
+    if change is None:
+        kind = None
+    dynamic = parse_dynamic_resources(spec.dynamic_resources)
+    ov = _Overlay(obj=obj, name=obj.name, weight=spec.weight or 0, order=order, errors=errors, schema_invalid=bool(schema), change=change,
+                  change_kind=kind, has_capacity=_has_capacity(obj), capacity=dict(spec.capacity), dynamic=dynamic)
+    if not errors:
+        ov.reqs = Requirements.from_selector(spec.requirements or ())
+    return ov
+
+
+def _contexts(nodepools: list[NodePool], instance_types: list[InstanceType]) -> list[_Context]:
+    it_reqs = [(it, it.requirement_set()) for it in instance_types]
+    offerings = {id(it): _offering_slots(it) for it in instance_types}
+    contexts: list[_Context] = []
+    for pool in sorted(nodepools, key=lambda p: p.name):
+        base = Requirements([Requirement.of(NODEPOOL, IN, (pool.name,))])
+        base.add(*Requirements.from_labels(pool.spec.template.metadata.labels))
+        for it, reqs in it_reqs:
+            if it.offered_to(pool.name):
+                contexts.append(_Context(len(contexts), pool, it, base.intersection(reqs), offerings[id(it)],
+                                         OverlayMatch.model_construct(node_pool=pool.name, instance_type=it.name)))
+    return contexts
+
+
+class _Evaluation:
+    def __init__(self, overlays: list[NodeOverlay], nodepools: list[NodePool],
+                 instance_types: list[InstanceType], gate_enabled: bool | None) -> None:
+        self.nodepools = nodepools
+        self.instance_types = instance_types
+        self.gate_enabled = gate_enabled
+        self.overlays = [_prepare(o, i + 1) for i, o in enumerate(processing_order(overlays))]
+        self.contexts = _contexts(nodepools, instance_types)
+        self.index = _Index(self.contexts)
+        self.prices: dict[int, dict[str, _PriceSlot]] = {}  # context -> offering slot -> holder
+        # Weights only decrease during the pass, so a context whose last stored price overlay is
+        # heavier than the current one cannot hold a slot at the current weight: no slot check.
+        self.price_floor: dict[int, int] = {}
+        self.capacity: dict[int, _CapacitySlot] = {}
+        self.drivers = DriverSlots()
+        self._base_offerings: dict[int, OfferingView] = {}
+        self._priced_offerings: dict[tuple[int, int], OfferingView] = {}
+        self._base_capacities: dict[int, tuple[dict[str, str], str | None]] = {}
+        self.undetected: dict[tuple[str, str], list[str]] = defaultdict(list)  # (loser, winner) -> details
+        self.findings: list[Finding] = []
+
+    # -- matching ----------------------------------------------------------------------------------
+
+    def match(self, ov: _Overlay) -> list[tuple[_Context, list[int]]]:
+        assert ov.reqs is not None
+        sure, maybe = self.index.candidates(ov.reqs)
+        by_slot: dict[str, bool] = {}
+        by_offerings: dict[int, list[int]] = {}  # an instance type's offerings are shared by its NodePools
+        matches = []
+        for ci in sorted(sure | maybe):
+            ctx = self.contexts[ci]
+            if ci in maybe and ctx.reqs.incompatibility(ov.reqs) is not None:
+                continue
+            positions = by_offerings.get(id(ctx.offerings))
+            if positions is None:
+                positions = []
+                for pos, slot in enumerate(ctx.offerings):
+                    ok = by_slot.get(slot.key)
+                    if ok is None:
+                        ok = by_slot[slot.key] = offering_compatible(ov.reqs, slot.reqs)
+                    if ok:
+                        positions.append(pos)
+                by_offerings[id(ctx.offerings)] = positions
+            if positions:
+                matches.append((ctx, positions))
+        return matches
+
+    # -- Karpenter's validate and store phases -------------------------------------------------------
+
+    def conflicts(self, ov: _Overlay) -> list[tuple[str, str, _Overlay | str]]:
+        found: list[tuple[str, str, _Overlay | str]] = []
+        for ctx, positions in ov.matches:
+            if ov.change is not None and self.price_floor.get(ctx.index) == ov.weight:
+                slots = self.prices[ctx.index]
+                for pos in positions:
+                    offering = ctx.offerings[pos]
+                    slot = slots.get(offering.key)
+                    if slot is not None and slot.lowest_weight == ov.weight:
+                        found.append(("price", f"{ctx.label} {offering.label}", slot.last))
+                        ov.contested_prices.append((ctx.index, offering.key))
+            if ov.has_capacity:
+                cap = self.capacity.get(ctx.index)
+                if cap is not None and cap.lowest_weight == ov.weight and cap.last_keys & ov.capacity.keys():
+                    keys = ", ".join(sorted(cap.last_keys & ov.capacity.keys()))
+                    found.append(("capacity", f"{ctx.label} [{keys}]", cap.last))  # type: ignore[arg-type]
+            if ov.dynamic:
+                for driver, peer in self.drivers.conflicts(ctx.index, ov.weight, ov.dynamic):
+                    found.append(("dynamicResources", f"{ctx.label} [driver {driver}]", peer))
+        return found
+
+    def store(self, ov: _Overlay) -> None:
+        for ctx, positions in ov.matches:
+            if ov.change is not None:
+                slots = self.prices.setdefault(ctx.index, {})
+                self.price_floor[ctx.index] = ov.weight
+                for pos in positions:
+                    key = ctx.offerings[pos].key
+                    slot = slots.get(key)
+                    if slot is None:
+                        slots[key] = _PriceSlot(ov, ov.weight, ov)
+                        ov.won += 1
+                    else:
+                        slot.lowest_weight, slot.last = ov.weight, ov
+                        ov.lost += 1
+                        ov.shadowed_by.add(slot.winner.name)
+            if ov.has_capacity:
+                cap = self.capacity.setdefault(ctx.index, _CapacitySlot())
+                for name, qty in ov.capacity.items():
+                    held = cap.keys.get(name)
+                    if held is None:
+                        cap.keys[name] = (ov, qty)
+                        ov.won += 1
+                        continue
+                    holder, value = held
+                    ov.lost += 1
+                    ov.shadowed_by.add(holder.name)
+                    if holder.weight == ov.weight and value != qty:  # D2: same weight, never flagged
+                        ov.undetected.add(holder.name)
+                        holder.undetected.add(ov.name)
+                        self.undetected[(ov.name, holder.name)].append(f"{ctx.label} {name} {qty} (kept {value})")
+                cap.lowest_weight, cap.last_keys, cap.last = ov.weight, frozenset(ov.capacity), ov
+            if ov.dynamic:
+                lost = self.drivers.store(ctx.index, ov.name, ov.weight, ov.dynamic)
+                ov.won += len(ov.dynamic.drivers) - len(lost)
+                ov.lost += len(lost)
+                ov.shadowed_by.update(winner for _, winner in lost)
+
+    def run(self) -> None:
+        by_name = {ov.name: ov for ov in self.overlays}
+        for ov in self.overlays:
+            if ov.errors:
+                ov.status = "RuntimeValidation"
+                continue
+            ov.matches = self.match(ov)
+            found = self.conflicts(ov)
+            if found:
+                ov.status = "Conflict"
+                ov.template_only_conflict = all(kind == "dynamicResources" for kind, _, _ in found)
+                for kind, where, peer in found:
+                    peer_name = peer if isinstance(peer, str) else peer.name
+                    ov.conflict_slots.append((kind, where, peer_name))
+                    ov.conflicts_with.add(peer_name)
+                    if peer_name in by_name:
+                        by_name[peer_name].conflicts_with.add(ov.name)
+                continue
+            self.store(ov)
+
+    # -- results -----------------------------------------------------------------------------------
+
+    def _base_offering(self, offering: _OfferingSlot) -> OfferingView:
+        """An offering no overlay prices looks the same in every NodePool: build it once."""
+        view = self._base_offerings.get(id(offering))
+        if view is None:
+            off = offering.offering
+            view = self._base_offerings[id(offering)] = OfferingView.model_construct(
+                zone=off.zone, capacity_type=off.capacity_type, base_price=off.price, price=off.price, overlay=None,
+                available=off.available, requirements=offering.extra)
+        return view
+
+    def _base_capacity(self, it: InstanceType) -> tuple[dict[str, str], str | None]:
+        cached = self._base_capacities.get(id(it))
+        if cached is None:
+            cached = self._base_capacities[id(it)] = (
+                {k: str(v) for k, v in sorted(it.capacity.items())}, _allocatable_memory(it.capacity, it.overhead))
+        return cached
+
+    def effect(self, ctx: _Context, with_overlays: bool) -> tuple[InstanceTypeEffect, dict[str, str]]:
+        offerings = []
+        slots = self.prices.get(ctx.index, {}) if with_overlays else {}
+        for offering in ctx.offerings:
+            slot = slots.get(offering.key)
+            if slot is None:
+                offerings.append(self._base_offering(offering))
+                continue
+            view = self._priced_offerings.get((id(offering), id(slot.winner)))
+            if view is None:  # the same overlay prices an instance type alike in every NodePool
+                off = offering.offering
+                change = slot.winner.change or ""
+                if off.price is not None:
+                    price: float | None = adjusted_price(change, off.price)
+                else:
+                    price = adjusted_price(change, 0.0) if is_absolute(change) else None
+                view = self._priced_offerings[(id(offering), id(slot.winner))] = OfferingView.model_construct(
+                    zone=off.zone, capacity_type=off.capacity_type, base_price=off.price, price=price,
+                    overlay=slot.winner.name, available=off.available, requirements=offering.extra)
+            offerings.append(view)
+        capacity_text, memory = self._base_capacity(ctx.it)
+        sources: dict[str, str] = {}
+        replaced: dict[str, str] = {}
+        cap = self.capacity.get(ctx.index) if with_overlays else None
+        if cap is not None and cap.keys:
+            capacity = dict(ctx.it.capacity)
+            for name, (ov, qty) in sorted(cap.keys.items()):
+                if name in capacity:
+                    replaced[name] = str(capacity[name])
+                capacity[name] = qty
+                sources[name] = ov.name
+            capacity_text = {k: str(v) for k, v in sorted(capacity.items())}
+            memory = _allocatable_memory(capacity, ctx.it.overhead)
+        slices: list[dict] = []
+        if with_overlays:
+            merged = self.drivers.merged(ctx.index)
+            if merged:
+                slices = predict_slices(ctx.it, ctx.pool, merged, ctx.node_labels())
+        effect = InstanceTypeEffect.model_construct(
+            offerings=offerings, capacity=capacity_text, capacity_overlays=sources, allocatable_memory=memory,
+            resource_slices=slices)
+        return effect, replaced
+
+    def instance_type_views(self) -> list[InstanceTypeView]:
+        views = []
+        applies = self.gate_enabled is not False
+        for ctx in self.contexts:
+            effect, replaced = self.effect(ctx, with_overlays=applies)
+            base_memory = self._base_capacity(ctx.it)[1]
+            touched = ctx.index in self.capacity or ctx.index in self.prices or self.drivers.merged(ctx.index)
+            if_enabled = None
+            if not applies and touched:
+                if_enabled, _ = self.effect(ctx, with_overlays=True)
+            views.append(InstanceTypeView.model_construct(
+                node_pool=ctx.pool.name, name=ctx.it.name, source=ctx.it.source, offerings=effect.offerings,
+                capacity=effect.capacity, capacity_overlays=effect.capacity_overlays, replaced_capacity=replaced,
+                allocatable_memory=effect.allocatable_memory,
+                allocatable_memory_before_overlays=base_memory if base_memory != effect.allocatable_memory else None,
+                resource_slices=effect.resource_slices, if_enabled=if_enabled))
+        return views
+
+    def overlay_views(self) -> list[OverlayView]:
+        views = []
+        for ov in self.overlays:
+            views.append(OverlayView(
+                name=ov.name, weight=ov.obj.spec.weight, order=ov.order, status=ov.status, message=self.message(ov),
+                conflicts_with=sorted(ov.conflicts_with),
+                matches=[ctx.match for ctx, _ in ov.matches],
+                sets=ov.sets(), shadowed_by=sorted(ov.shadowed_by), undetected_conflicts_with=sorted(ov.undetected),
+                errors=ov.errors, karpenter_status=_karpenter_status(ov.obj)))
+        return views
+
+    def message(self, ov: _Overlay) -> str:
+        if ov.status == "RuntimeValidation":
+            return "; ".join(ov.errors)
+        if ov.status == "Conflict":
+            peers = ", ".join(sorted(ov.conflicts_with))
+            return (f"conflict with {peers} (same weight {ov.weight}, processed first); not applied anywhere")
+        if not ov.matches:
+            return "matches no instance type in any NodePool"
+        pools = len({ctx.pool.name for ctx, _ in ov.matches})
+        text = f"matches {len(ov.matches)} instance type(s) in {pools} NodePool(s)"
+        if ov.won == 0 and ov.lost:
+            text += f"; no effect, every slot is held by {', '.join(sorted(ov.shadowed_by))}"
+        return text
+
+
+def _allocatable_memory(capacity: dict[str, Quantity], overhead: dict[str, Quantity]) -> str | None:
+    """Karpenter subtracts every ``hugepages-*`` capacity from allocatable memory (floor 0)."""
+    memory = capacity.get("memory")
+    if memory is None:
+        return None
+    value = memory - overhead["memory"] if "memory" in overhead else memory
+    for name, qty in capacity.items():
+        if name.startswith(HUGEPAGES_PREFIX):
+            value = value - qty
+    return "0" if value.sign() < 0 else str(value)
+
+
+def _examples(items: list[str]) -> str:
+    shown = "; ".join(items[:_EXAMPLES])
+    return shown + (f"; and {len(items) - _EXAMPLES} more" if len(items) > _EXAMPLES else "")
+
+
+class _Findings:
+    """The findings of one evaluation, each saying what is wrong and what to do next."""
+
+    def __init__(self, ev: _Evaluation) -> None:
+        self.ev = ev
+        self.out: list[Finding] = []
+
+    def add(self, code: str, severity: str, message: str, overlay: str | None = None) -> None:
+        self.out.append(Finding(code=code, severity=severity, message=message,
+                                object=f"nodeoverlay/{overlay}" if overlay else None))
+
+    def build(self) -> list[Finding]:
+        ev = self.ev
+        if ev.gate_enabled is False and ev.overlays:
+            self.add("OverlayFeatureGateOff", "warning",
+                     f"The NodeOverlay feature gate is off, so Karpenter applies none of the {len(ev.overlays)} "
+                     "NodeOverlay(s): prices and capacity below are the provider's; what the overlays would do is "
+                     "under ifEnabled. Turn it on with NodeOverlay=true in the controller's --feature-gates "
+                     "(FEATURE_GATES) if they are meant to apply.")
+        for ov in ev.overlays:
+            if ov.status == "RuntimeValidation":
+                self.runtime_validation(ov)
+            elif ov.status == "Conflict":
+                self.conflict(ov)
+            elif not ov.matches:
+                self.matches_nothing(ov)
+            elif ov.won == 0 and ov.lost:
+                self.add("OverlayShadowed", "warning",
+                         f"NodeOverlay {ov.name} (weight {ov.weight}) has no effect: every price slot, capacity key "
+                         f"or driver it matches is already set by {', '.join(sorted(ov.shadowed_by))}, which Karpenter "
+                         "processes first. Raise its weight above theirs, or delete it if it is a leftover.",
+                         ov.name)
+            if ov.dynamic.errors:
+                self.add("OverlayRuntimeValidation", "warning",
+                         f"NodeOverlay {ov.name}: spec.dynamicResources (proposal, not read by Karpenter today) is "
+                         f"invalid and its templates are ignored: {'; '.join(ov.dynamic.errors)}.", ov.name)
+        weights = {o.name: o.weight for o in ev.overlays}
+        for (loser, winner), details in sorted(ev.undetected.items()):
+            w = weights[loser]
+            self.add("OverlayConflictUndetected", "warning",
+                     f"NodeOverlays {winner} and {loser} both have weight {w} and set the same capacity key to "
+                     f"different values on {len(details)} instance type(s) ({_examples(details)}). Karpenter's conflict "
+                     f"check only compares with the most recently stored overlay's keys, so it reports no conflict "
+                     f"and both stay Ready, while {winner} (name sorts later, processed first) silently wins. Give them "
+                     "different weights, or remove the key from one of them.", loser)
+        self.prices_unknown()
+        self.status_disagreements()
+        return self.out
+
+    def runtime_validation(self, ov: _Overlay) -> None:
+        if ov.schema_invalid:
+            self.add("OverlayRuntimeValidation", "error",
+                     f"NodeOverlay {ov.name} is invalid: {'; '.join(ov.errors)}. The API server's CRD validation "
+                     "would refuse this object, so it can only come from a hand-edited file; fix the spec.", ov.name)
+            return
+        self.add("OverlayRuntimeValidation", "error",
+                 f"Karpenter skips NodeOverlay {ov.name} (Ready=False, reason RuntimeValidation): "
+                 f"{'; '.join(ov.errors)}. Fix the listed requirement keys, values or capacity names; nothing of it "
+                 "applies until then.", ov.name)
+
+    def conflict(self, ov: _Overlay) -> None:
+        by_peer: dict[str, list[str]] = defaultdict(list)
+        kinds = set()
+        for kind, where, peer in ov.conflict_slots:
+            by_peer[peer].append(f"{kind} {where}")
+            kinds.add(kind)
+        parts = [f"{peer} on {_examples(slots)}" for peer, slots in sorted(by_peer.items())]
+        text = (f"NodeOverlay {ov.name} (weight {ov.weight}) conflicts with {'; '.join(parts)}. Both have weight "
+                f"{ov.weight}; Karpenter processes equal weights by name, descending, so "
+                f"{', '.join(sorted(by_peer))} was stored first and {ov.name} is rejected everywhere (every NodePool "
+                f"and instance type; Ready=False, reason Conflict, message 'conflict with another overlay', which does "
+                f"not name the peer).")
+        dropped = [s for s in ov.sets() if s not in kinds and not (s in ("price", "priceAdjustment") and "price" in kinds)]
+        if dropped:
+            text += f" Its {', '.join(dropped)}, which conflicts with nothing, is dropped too (rejection is atomic)."
+        shadowed = self.shadowed_conflict(ov)
+        if shadowed:
+            text += (f" The contested slots are already held by higher-weight {', '.join(shadowed)}, so the clash "
+                     "changes no price there; Karpenter still rejects the overlay.")
+        if ov.template_only_conflict:
+            text += " (The clash is only in spec.dynamicResources, an unmerged proposal: today's Karpenter ignores it.)"
+        text += " Give one of them a different weight, or narrow their requirements so they do not overlap."
+        self.add("OverlayConflict", "error", text, ov.name)
+
+    def shadowed_conflict(self, ov: _Overlay) -> list[str]:
+        """Higher-weight holders of every contested price slot (the conflict is between two losers)."""
+        if not ov.contested_prices or any(k != "price" for k, _, _ in ov.conflict_slots):
+            return []
+        holders = set()
+        for ci, key in ov.contested_prices:
+            winner = self.ev.prices[ci][key].winner
+            if winner.weight == ov.weight:
+                return []
+            holders.add(winner.name)
+        return sorted(holders)
+
+    def matches_nothing(self, ov: _Overlay) -> None:
+        assert ov.reqs is not None
+        ev = self.ev
+        reasons = []
+        template_keys = {r.key for np in ev.nodepools for r in np.spec.template.spec.requirements}
+        for req in ov.reqs:
+            if req.operator in NEGATIVE:
+                continue
+            defined = ev.index.defined.get(req.key)
+            if not defined:
+                if req.key in template_keys:
+                    reasons.append(f"{req.key} appears only in NodePool spec.template.spec.requirements, which "
+                                   "overlay matching ignores (it uses spec.template.metadata.labels and "
+                                   "karpenter.sh/nodepool); match on karpenter.sh/nodepool or a template label")
+                else:
+                    reasons.append(f"no instance type or NodePool template label defines {req.key}")
+                continue
+            if req.operator == IN:
+                seen = sorted(v for v, where in ev.index.values.get(req.key, {}).items() if where)
+                if not any(ev.index.values.get(req.key, {}).get(v) for v in req.values) and \
+                        not ev.index.complement.get(req.key):
+                    reasons.append(f"no instance type has {req.key} in {sorted(req.values)} "
+                                   f"(values present: {', '.join(seen[:8])}{', ...' if len(seen) > 8 else ''})")
+        if not ev.contexts:
+            reasons = ["there are no instance types to match (no NodePools, or no catalog entries for them)"]
+        if not reasons:
+            reasons.append("each requirement matches some instance type, but none matches all of them together "
+                           "(or no offering matches its zone / capacity-type requirements)")
+        self.add("OverlayMatchesNothing", "warning",
+                 f"NodeOverlay {ov.name} matches no instance type in any NodePool, so it does nothing (Karpenter "
+                 f"still shows it Ready=True): {'; '.join(reasons)}.", ov.name)
+
+    def prices_unknown(self) -> None:
+        unknown = sorted({it.name for it in self.ev.instance_types if not it.prices_known})
+        if not unknown:
+            return
+        inferred = any(it.source == "inferred" for it in self.ev.instance_types)
+        uses_price = any(ov.change is not None for ov in self.ev.overlays)
+        source = ("they were inferred from the cluster's NodeClaims and Nodes, which carry no prices"
+                  if inferred else "the catalog gives no price for some offerings")
+        self.add("PricesUnknown", "warning" if uses_price else "info",
+                 f"Base prices are unknown for {len(unknown)} instance type(s) ({', '.join(unknown[:5])}"
+                 f"{', ...' if len(unknown) > 5 else ''}): {source}. Matching, conflicts and capacity are exact; "
+                 "prices show only where an overlay sets an absolute price. Pass an InstanceTypeCatalog "
+                 "(--catalog) with the provider's prices to see adjusted prices.")
+
+    def status_disagreements(self) -> None:
+        ev = self.ev
+        unreconciled = []
+        for ov in ev.overlays:
+            status = _karpenter_status(ov.obj)
+            if status is None:
+                unreconciled.append(ov.name)
+                continue
+            verdict = _karpenter_verdict(status)
+            if verdict is None or verdict == ov.status or (ov.status == "Conflict" and ov.template_only_conflict):
+                continue
+            generation = ov.obj.metadata.generation
+            stale = (status.observed_generation is not None and generation is not None
+                     and status.observed_generation < generation)
+            causes = []
+            if stale:
+                causes.append(f"the condition is from generation {status.observed_generation} and the object is at "
+                              f"generation {generation}, so Karpenter has not re-evaluated it yet")
+            if ev.gate_enabled is False:
+                causes.append("the feature gate is off, so this status is left over from when it was on")
+            causes.append("the instance types differ from what the provider returns to Karpenter (catalog or "
+                          "inferred: zones, capacity types, reserved offerings, labels)")
+            causes.append("another overlay or NodePool changed since Karpenter's last reconcile (it re-runs on "
+                          "changes and every 6h)")
+            self.add("OverlayStatusDisagrees", "warning",
+                     f"NodeOverlay {ov.name}: Karpenter's status says {verdict}"
+                     f"{': ' + status.message if status.message else ''}, this evaluation gives {ov.status}. "
+                     f"Possible causes: {'; '.join(causes)}. Check the catalog against the provider, and the "
+                     "Karpenter controller logs for 'nodeoverlay'.", ov.name)
+        if unreconciled and ev.gate_enabled is not False and len(unreconciled) == len(ev.overlays):
+            self.add("OverlayNotReconciled", "info",
+                     f"No NodeOverlay has a Ready condition ({', '.join(unreconciled[:5])}"
+                     f"{', ...' if len(unreconciled) > 5 else ''}): Karpenter's nodeoverlay controller has not "
+                     "processed them. It only runs with the NodeOverlay feature gate on (off by default); check the "
+                     "controller's --feature-gates / FEATURE_GATES.")
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """The pass allocates 10^5-10^6 small objects without cycles; letting the cyclic collector
+    rescan them all the while costs more than the pass itself (refcounting still frees them)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def evaluate(overlays: list[NodeOverlay], nodepools: list[NodePool], instance_types: list[InstanceType], *,
+             gate_enabled: bool | None = None) -> OverlayExplanation:
+    """Which overlays apply where, and the prices, capacity and (proposed) slices that result.
+
+    ``gate_enabled`` is the NodeOverlay feature gate: False means Karpenter applies nothing
+    (results keep the provider's values and show the overlays' effect under ``ifEnabled``),
+    None means unknown (evaluated as if on).
+    """
+    with _collector_paused():
+        ev = _Evaluation(list(overlays), list(nodepools), list(instance_types), gate_enabled)
+        ev.run()
+        return OverlayExplanation.model_construct(
+            feature_gate=gate_enabled,
+            overlays=ev.overlay_views(),
+            instance_types=ev.instance_type_views(),
+            findings=_Findings(ev).build(),
+        )

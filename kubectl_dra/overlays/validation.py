@@ -1,0 +1,169 @@
+"""Which NodeOverlays Karpenter refuses, with messages worded the way Karpenter words them.
+
+Two layers: what the CRD schema (OpenAPI + CEL) rejects at admission, which can only show up in a
+hand-written snapshot, and what the controller's ``RuntimeValidate`` rejects on a live object
+(status reason ``RuntimeValidation``). Rules the CRD and the runtime both enforce are reported
+once, in the runtime wording, since that is what the user sees on the object.
+"""
+
+from __future__ import annotations
+
+import re
+
+from kubectl_dra.model.karpenter import NodeOverlay, NodeSelectorRequirement
+from kubectl_dra.overlays.requirements import (
+    BOUND_OPERATORS, CAPACITY_TYPE, HOSTNAME, IN, NOT_IN, OPERATORS, WELL_KNOWN_LABELS, normalize_key, parse_int,
+)
+
+MAX_REQUIREMENTS = 100
+MAX_KEY_LENGTH = 316
+MIN_WEIGHT, MAX_WEIGHT = 1, 10000
+RESTRICTED_DOMAINS = ("karpenter.sh",)
+RESTRICTED_LABELS = frozenset({HOSTNAME})
+WELL_KNOWN_VALUES = {CAPACITY_TYPE: ("on-demand", "spot", "reserved")}
+WELL_KNOWN_RESOURCES = ("cpu", "memory", "ephemeral-storage", "pods")
+
+PRICE = re.compile(r"\d+(\.\d+)?", re.ASCII)
+PRICE_ADJUSTMENT = re.compile(
+    r"[+-]\d*\.?\d+"          # signed absolute delta, any size
+    r"|\+\d*\.?\d+%"          # any positive percentage
+    r"|-\d{1,2}(\.\d+)?%"     # a negative percentage below 100
+    r"|-100%",                # or exactly -100%
+    re.ASCII,
+)
+
+_NAME_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+_NAME = re.compile(_NAME_FMT, re.ASCII)
+_NAME_MSG = ("must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
+             "alphanumeric character")
+_DNS1123_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
+_DNS1123 = re.compile(_DNS1123_FMT, re.ASCII)
+_LABEL_VALUE_FMT = "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?"
+_LABEL_VALUE = re.compile(_LABEL_VALUE_FMT, re.ASCII)
+
+
+def _regex_error(msg: str, fmt: str, *examples: str) -> str:
+    """apimachinery's wording, double space included, so the text matches what users search for."""
+    shown = " or ".join(f"'{e}', " for e in examples)
+    return f"{msg} (e.g. {shown}regex used for validation is '{fmt}')"
+
+
+def qualified_name_errors(key: str) -> list[str]:
+    """apimachinery ``IsQualifiedName``: optional DNS-subdomain prefix, a name part of ≤63 characters."""
+    parts = key.split("/")
+    errors = []
+    if len(parts) == 1:
+        name = parts[0]
+    elif len(parts) == 2:
+        prefix, name = parts
+        if not prefix:
+            errors.append("prefix part must be non-empty")
+        else:
+            if len(prefix) > 253:
+                errors.append("prefix part must be no more than 253 characters")
+            if not _DNS1123.fullmatch(prefix):
+                errors.append("prefix part " + _regex_error(
+                    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
+                    "'.', and must start and end with an alphanumeric character", _DNS1123_FMT, "example.com"))
+    else:
+        return ["a qualified name " + _regex_error(_NAME_MSG, _NAME_FMT, "MyName", "my.name", "123-abc")
+                + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"]
+    if not name:
+        errors.append("name part must be non-empty")
+    elif len(name) > 63:
+        errors.append("name part must be no more than 63 characters")
+    if not _NAME.fullmatch(name):
+        errors.append("name part " + _regex_error(_NAME_MSG, _NAME_FMT, "MyName", "my.name", "123-abc"))
+    return errors
+
+
+def label_value_errors(value: str) -> list[str]:
+    errors = []
+    if len(value) > 63:
+        errors.append("must be no more than 63 characters")
+    if not _LABEL_VALUE.fullmatch(value):
+        errors.append(_regex_error(
+            "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and "
+            "must start and end with an alphanumeric character", _LABEL_VALUE_FMT, "MyValue", "my_value", "12345"))
+    return errors
+
+
+def restricted_label_error(key: str) -> str | None:
+    """Karpenter ``IsRestrictedLabel``: the karpenter.sh domain and the hostname label are reserved."""
+    if key in WELL_KNOWN_LABELS:
+        return None
+    domain = key.split("/", 1)[0] if "/" in key else ""
+    if key in RESTRICTED_LABELS or any(domain == d or domain.endswith("." + d) for d in RESTRICTED_DOMAINS):
+        return (f"using label {key} is not allowed as it might interfere with the internal provisioning logic; "
+                f"specify a well known label: [{' '.join(sorted(WELL_KNOWN_LABELS))}], or a custom label that "
+                f"does not use a restricted domain: [{' '.join(RESTRICTED_DOMAINS)}]")
+    return None
+
+
+def requirement_errors(req: NodeSelectorRequirement) -> list[str]:
+    """Karpenter ``ValidateRequirement`` for one requirement, checks in Karpenter's order."""
+    key = normalize_key(req.key)
+    errors = []
+    if req.operator not in OPERATORS:
+        errors.append(f"key {key} has an unsupported operator {req.operator} not in [{' '.join(OPERATORS)}]")
+    restricted = restricted_label_error(key)
+    if restricted:
+        errors.append(restricted)
+    known = WELL_KNOWN_VALUES.get(key)
+    if known and req.operator == IN and req.values and not any(v in known for v in req.values):
+        errors.append(f"no valid values found in [{' '.join(req.values)}] for {key}, expected one of: "
+                      f"[{' '.join(known)}], got: [{' '.join(req.values)}]")
+    errors.extend(f"key {key} is not a qualified name, {e}" for e in qualified_name_errors(key))
+    for value in req.values:
+        errors.extend(f"invalid value {value} for key {key}, {e}" for e in label_value_errors(value))
+    if req.operator in (IN, NOT_IN) and not req.values:
+        errors.append(f"key {key} with operator {req.operator} must have a value defined")
+    if req.operator in BOUND_OPERATORS:
+        number = parse_int(req.values[0]) if len(req.values) == 1 else None
+        if number is None or number < 0:
+            errors.append(f"key {key} with operator {req.operator} must have a single positive integer value")
+    return errors
+
+
+def runtime_errors(overlay: NodeOverlay) -> list[str]:
+    """What ``NodeOverlay.RuntimeValidate`` reports: one entry per bad requirement or capacity key."""
+    errors = []
+    for req in overlay.spec.requirements or ():
+        problems = requirement_errors(req)
+        if problems:
+            errors.append(f"invalid value: {'; '.join(problems)} in requirements, restricted")
+    for name in overlay.spec.capacity:
+        if name in WELL_KNOWN_RESOURCES:
+            errors.append(f"invalid capacity: {name} in resource, restricted")
+    return errors
+
+
+def schema_errors(overlay: NodeOverlay) -> list[str]:
+    """What the CRD rejects at admission and the runtime check does not repeat."""
+    spec = overlay.spec
+    errors = []
+    if spec.requirements is None:
+        errors.append("spec.requirements: Required value")
+    elif len(spec.requirements) > MAX_REQUIREMENTS:
+        errors.append(f"spec.requirements: Too many: {len(spec.requirements)}: must have at most "
+                      f"{MAX_REQUIREMENTS} items")
+    for i, req in enumerate(spec.requirements or ()):
+        if len(req.key) > MAX_KEY_LENGTH:
+            errors.append(f"spec.requirements[{i}].key: Too long: may not be more than {MAX_KEY_LENGTH} bytes")
+    if spec.price is not None and not PRICE.fullmatch(spec.price):
+        errors.append(f'spec.price: Invalid value: "{spec.price}": spec.price in body should match '
+                      f"'^\\d+(\\.\\d+)?$'")
+    if spec.price_adjustment is not None and not PRICE_ADJUSTMENT.fullmatch(spec.price_adjustment):
+        errors.append(f'spec.priceAdjustment: Invalid value: "{spec.price_adjustment}": must be a signed '
+                      "amount (+0.5, -129), a positive percentage (+10%) or a negative percentage from -0% to -100%")
+    if spec.price is not None and spec.price_adjustment is not None:
+        errors.append("spec: Invalid value: \"object\": cannot set both 'price' and 'priceAdjustment'")
+    if spec.weight is not None and not MIN_WEIGHT <= spec.weight <= MAX_WEIGHT:
+        errors.append(f"spec.weight: Invalid value: {spec.weight}: spec.weight in body should be "
+                      f"{'greater than or equal to 1' if spec.weight < MIN_WEIGHT else 'less than or equal to 10000'}")
+    return errors
+
+
+def validate_overlay(overlay: NodeOverlay) -> list[str]:
+    """Every reason Karpenter would not apply this overlay (schema first, then runtime)."""
+    return schema_errors(overlay) + runtime_errors(overlay)

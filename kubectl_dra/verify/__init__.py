@@ -1,0 +1,1 @@
+"""Expected vs observed cgroup values: tolerances, causes, and the NodeEnforcementReport."""

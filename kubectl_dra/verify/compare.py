@@ -1,0 +1,208 @@
+"""Compare what a node's cgroups hold with the prediction, within the documented tolerances, and
+name a cause for every difference (kubelet-cgroups.md §3.4).
+
+Tolerances (not divergences): systemd rounds a quota up to 10 ms per second; the kernel keeps
+memory limits in whole pages and hugetlb limits in whole huge pages; a kernel without the
+reservation files has no ``hugetlb.*.rsvd.max``.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from kubectl_dra.cgroups import formulas as f
+from kubectl_dra.cgroups.options import NodeOptions
+from kubectl_dra.cgroups.predict import PodCgroups
+from kubectl_dra.document import Part
+from kubectl_dra.model.pod import Pod
+from kubectl_dra.verify.report import Divergence, PodVerdict
+
+SEVERITY = {"KubeletDRADisabled": "error", "DRAAmountMissing": "error", "Unexplained": "error",
+            "PodLevelResources": "warning", "CgroupMissing": "warning", "CgroupUnreadable": "warning",
+            "DriverOverride": "info",
+            "WeightFormula": "info", "ResizePending": "info"}
+RESIZE_CONDITIONS = ("PodResizePending", "PodResizeInProgress")
+
+
+class ObservedCgroup(Part):
+    path: str
+    files: dict[str, str | None] = Field(default_factory=dict)  # None: the file does not exist
+    error: str | None = None  # the directory could not be read
+
+
+class ObservedPod(Part):
+    pod: ObservedCgroup
+    containers: dict[str, ObservedCgroup] = Field(default_factory=dict)
+    skipped: dict[str, str] = Field(default_factory=dict)  # container -> why it was not read
+
+
+def _int(text: str | None) -> int | None:
+    try:
+        return int(text) if text is not None else None
+    except ValueError:
+        return None
+
+
+def _hugepage_size(file: str) -> int | None:
+    """``hugetlb.2MB.max`` -> 2097152."""
+    parts = file.split(".")
+    if len(parts) < 3:
+        return None
+    name = parts[1]
+    units = {"KB": 1 << 10, "MB": 1 << 20, "GB": 1 << 30, "TB": 1 << 40, "B": 1}
+    for unit in ("KB", "MB", "GB", "TB", "B"):
+        if name.endswith(unit) and name[: -len(unit)].isdigit():
+            return int(name[: -len(unit)]) * units[unit]
+    return None
+
+
+def equivalent(file: str, expected: str, observed: str | None, options: NodeOptions) -> bool:
+    """``observed`` is what the kernel shows after writing ``expected`` (with tolerances)."""
+    if observed is None:
+        return file.endswith(".rsvd.max")  # kernels before 5.7 have no reservation files
+    if expected == observed:
+        return True
+    if file == "cpu.max":
+        exp, obs = expected.split(), observed.split()
+        if len(exp) != 2 or len(obs) != 2 or exp[1] != obs[1] or "max" in (exp[0], obs[0]):
+            return False
+        q_exp, q_obs, period = _int(exp[0]), _int(obs[0]), _int(exp[1])
+        if None in (q_exp, q_obs, period):
+            return False
+        return options.cgroup_driver == "systemd" and q_obs == f.systemd_rounded_quota(q_exp, period)
+    if file.startswith("memory."):
+        exp, obs = _int(expected), _int(observed)
+        return exp is not None and obs is not None and obs == f.page_rounded(exp)
+    if file.startswith("hugetlb."):
+        exp, obs, size = _int(expected), _int(observed), _hugepage_size(file)
+        return exp is not None and obs is not None and size is not None and obs == exp // size * size
+    return False
+
+
+def readable(file: str, observed: str) -> bool:
+    """Whether a file's content has the kernel's format at all (garbage is not a divergence)."""
+    if file == "cpu.max":
+        parts = observed.split()
+        return len(parts) == 2 and (parts[0] == "max" or parts[0].isdigit()) and parts[1].isdigit()
+    if file.startswith(("memory.", "hugetlb.")):
+        return observed == "max" or observed.isdigit()
+    if file == "cpu.weight":
+        return observed.isdigit()
+    return True
+
+
+UNKNOWN_CAUSES = ("CgroupMissing", "CgroupUnreadable")
+
+
+def _resizing(pod: Pod) -> bool:
+    return any(c.type in RESIZE_CONDITIONS and c.status == "True" for c in pod.status.conditions) or \
+        bool(pod.raw.get("status", {}).get("resize"))
+
+
+def compare_pod(pod: Pod, expected: PodCgroups, no_dra: PodCgroups, observed: ObservedPod,
+                options: NodeOptions) -> PodVerdict:
+    verdict = PodVerdict(namespace=pod.namespace or "", name=pod.name, uid=pod.uid, verdict="Match",
+                         cgroup=observed.pod.path)
+    if observed.pod.error:
+        verdict.verdict = "Unknown"
+        verdict.divergences.append(Divergence(scope="pod", file="-", cause="CgroupMissing", severity="warning",
+                                              message=observed.pod.error))
+        return verdict
+    diffs: list[Divergence] = []
+    pod_ok = _compare(diffs, "pod", None, expected.pod.files, no_dra.pod.files, observed.pod, options)
+    no_dra_containers = {c.name: c for c in no_dra.containers}
+    for container in expected.containers:
+        if container.name in observed.skipped:
+            continue
+        seen = observed.containers.get(container.name)
+        if seen is None or seen.error:
+            diffs.append(Divergence(scope="container", container=container.name, file="-", cause="CgroupMissing",
+                                    severity="warning", message=seen.error if seen else "no container ID in the pod "
+                                    "status, so its cgroup cannot be found"))
+            continue
+        _compare(diffs, "container", container.name, container.files, no_dra_containers[container.name].files,
+                 seen, options)
+        _weight_formula(diffs, container, seen, options)
+    _classify(pod, expected, diffs, pod_ok)
+    verdict.divergences = diffs
+    if any(d.severity in ("error", "warning") and d.cause not in UNKNOWN_CAUSES for d in diffs):
+        verdict.verdict = "Diverged"
+    elif any(d.cause in UNKNOWN_CAUSES for d in diffs):
+        verdict.verdict = "Unknown"
+    return verdict
+
+
+def _compare(diffs: list[Divergence], scope: str, container: str | None, expected: dict[str, str],
+             no_dra: dict[str, str], observed: ObservedCgroup, options: NodeOptions) -> bool:
+    ok = True
+    for file, value in expected.items():
+        seen = observed.files.get(file)
+        if equivalent(file, value, seen, options):
+            continue
+        ok = False
+        if seen is None:
+            diffs.append(Divergence(scope=scope, container=container, file=file, expected=value, observed=None,
+                                    cause="CgroupMissing", severity="warning",
+                                    message=f"{observed.path}/{file} does not exist (controller not enabled?)"))
+            continue
+        if not readable(file, seen):
+            diffs.append(Divergence(scope=scope, container=container, file=file, expected=value, observed=seen[:64],
+                                    cause="CgroupUnreadable", severity="warning",
+                                    message=f"{observed.path}/{file} does not hold a {file} value"))
+            continue
+        without = no_dra.get(file)
+        cause = "DRAAmountMissing" if without is not None and without != value and \
+            equivalent(file, without, seen, options) else "Unexplained"
+        diffs.append(Divergence(scope=scope, container=container, file=file, expected=value, observed=seen,
+                                cause=cause, severity=SEVERITY[cause]))
+    return ok
+
+
+def _weight_formula(diffs: list[Divergence], container, seen: ObservedCgroup, options: NodeOptions) -> None:
+    """A container cpu.weight that matches the other runtime formula is a runtime difference."""
+    for d in diffs:
+        if d.container == container.name and d.file == "cpu.weight" and d.cause == "Unexplained":
+            other = "linear" if options.weight_formula == "quadratic" else "quadratic"
+            if d.observed == str(f.WEIGHT_FORMULAS[other](container.shares)):
+                d.cause, d.severity = "WeightFormula", "info"
+                d.message = (f"shares {container.shares} -> {d.observed} is the {other} formula: this runtime "
+                             f"converts differently from --weight-formula {options.weight_formula}")
+
+
+def _classify(pod: Pod, expected: PodCgroups, diffs: list[Divergence], pod_ok: bool) -> None:
+    """Refine causes with what only the whole pod shows."""
+    real = [d for d in diffs if d.cause in ("DRAAmountMissing", "Unexplained")]
+    if real and all(d.cause == "DRAAmountMissing" for d in real):
+        dra_files = len(real)
+        if dra_files >= 2 or all(d.scope == "pod" for d in real):
+            for d in real:
+                d.cause, d.severity = "KubeletDRADisabled", "error"
+                d.message = ("every value that should include DRA equals the value without it: the kubelet does "
+                             "not apply node-allocatable DRA (DRANodeAllocatableResources off, or older than 1.37)")
+    for d in real:
+        if d.cause == "DRAAmountMissing" and not d.message:
+            d.message = "equals the value without the claim's node-allocatable amount"
+    if _resizing(pod):
+        for d in real:
+            d.cause, d.severity = "ResizePending", "info"
+            d.message = "an in-place resize is pending or in progress; values change once it is actuated"
+        return
+    plr = pod.spec.resources
+    for d in diffs:
+        if d.cause != "Unexplained" or d.scope != "container":
+            continue
+        own_limits = next((c.resources.limits for c in pod.all_containers() if c.name == d.container), {})
+        resource = {"cpu.max": "cpu", "memory.max": "memory"}.get(d.file)
+        if plr and resource and resource in plr.limits and resource not in own_limits and \
+                (d.observed or "").startswith("max"):
+            d.cause, d.severity = "PodLevelResources", "warning"
+            d.message = (f"the container has no {resource} limit of its own and should inherit the pod-level limit "
+                         f"{plr.limits[resource]}; the kubelet or runtime did not apply pod-level resources")
+        elif pod_ok:
+            d.cause, d.severity = "DriverOverride", "info"
+            d.message = ("the container value was changed after the kubelet set it (an NRI plugin or DRA driver); "
+                         "the pod-level bound still holds")
+    for d in diffs:
+        if d.cause == "Unexplained" and not d.message:
+            d.message = "no known cause explains this value"
+

@@ -1,0 +1,75 @@
+"""The NodeEnforcementReport (DESIGN §4.5): one node's verdict on every pod's cgroups."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from kubectl_dra.document import API_VERSION, Part
+
+Verdict = Literal["Match", "Diverged", "Unknown"]
+Severity = Literal["error", "warning", "info"]
+
+
+class Divergence(Part):
+    scope: Literal["pod", "container"]
+    container: str | None = None
+    file: str
+    expected: str | None = None
+    observed: str | None = None
+    cause: str
+    severity: Severity
+    message: str = ""
+
+
+class PodVerdict(Part):
+    namespace: str
+    name: str
+    uid: str
+    verdict: Verdict
+    divergences: list[Divergence] = Field(default_factory=list)
+    cgroup: str | None = None  # the pod cgroup path that was read
+
+
+class Summary(Part):
+    pods: int = 0
+    matched: int = 0
+    diverged: int = 0
+    unknown: int = 0
+
+
+class ReportStatus(Part):
+    observed_at: str
+    cgroup_version: str = "v2"
+    cgroup_driver: str | None = None
+    runtime: str | None = None
+    weight_formula: str | None = None
+    kubelet_dra: bool | None = None
+    summary: Summary = Field(default_factory=Summary)
+    pods: list[PodVerdict] = Field(default_factory=list)
+    message: str | None = None  # node-wide problems (unsupported cgroup version, unreadable root)
+
+
+class ReportMetadata(Part):
+    name: str
+    labels: dict[str, str] = Field(default_factory=dict)
+
+
+class NodeEnforcementReport(Part):
+    api_version: str = API_VERSION
+    kind: str = "NodeEnforcementReport"
+    metadata: ReportMetadata
+    status: ReportStatus
+
+    def summarize(self) -> "NodeEnforcementReport":
+        pods = self.status.pods
+        self.status.summary = Summary(pods=len(pods), matched=sum(p.verdict == "Match" for p in pods),
+                                      diverged=sum(p.verdict == "Diverged" for p in pods),
+                                      unknown=sum(p.verdict == "Unknown" for p in pods))
+        return self
+
+    def divergence_key(self) -> list:
+        """What matters for republishing: everything but the observation time."""
+        return [(p.uid, p.verdict, [(d.scope, d.container, d.file, d.expected, d.observed, d.cause)
+                                    for d in p.divergences]) for p in self.status.pods]

@@ -1,0 +1,153 @@
+"""Publishing a scan: the NodeEnforcementReport object, Events on divergent pods, metrics.
+
+The report's status is written only when its content (not its timestamp) changed, and at most
+once per ``min_interval`` seconds; Events are named after the divergence they describe, so the
+same divergence is never reported twice (a second create is a harmless 409).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from datetime import datetime, timezone
+
+import psutil
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import GaugeMetricFamily
+
+from kubectl_dra import __version__
+from kubectl_dra.errors import ApiError
+from kubectl_dra.verify.report import NodeEnforcementReport, PodVerdict
+
+GROUP, VERSION, PLURAL = "kubectl-dra.io", "v1alpha1", "nodeenforcementreports"
+REPORTS_PATH = f"/apis/{GROUP}/{VERSION}/{PLURAL}"
+CONTROLLER = "kubectl-dra.io/node-agent"
+
+
+class Metrics:
+    """Prometheus metrics; label names follow kube-state-metrics (namespace, pod, node, uid)."""
+
+    def __init__(self, node: str):
+        self.node = node
+        self.registry = CollectorRegistry()
+        Gauge("dra_agent_build_info", "kubectl-dra node agent build", ["version"],
+              registry=self.registry).labels(__version__).set(1)
+        self.pods = Gauge("dra_agent_pods", "Pods on this node by verdict", ["node", "verdict"], registry=self.registry)
+        self.divergences = Gauge("dra_agent_pod_divergences", "Divergent cgroup files per pod and cause",
+                                 ["node", "namespace", "pod", "uid", "cause", "severity"], registry=self.registry)
+        self.duration = Histogram("dra_agent_scan_duration_seconds", "Time to read and compare the node's cgroups",
+                                  ["node"], registry=self.registry,
+                                  buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10))
+        self.errors = Counter("dra_agent_scan_errors_total", "Failed scans or publications by stage",
+                              ["node", "stage"], registry=self.registry)
+        self.last_scan = Gauge("dra_agent_last_scan_timestamp_seconds", "When the last scan finished",
+                               ["node"], registry=self.registry)
+        self.registry.register(_ProcessCollector())
+
+    def record(self, report: NodeEnforcementReport, seconds: float) -> None:
+        self.duration.labels(self.node).observe(seconds)
+        self.last_scan.labels(self.node).set(time.time())
+        for verdict in ("Match", "Diverged", "Unknown"):
+            self.pods.labels(self.node, verdict).set(sum(p.verdict == verdict for p in report.status.pods))
+        self.divergences.clear()
+        for pod in report.status.pods:
+            counts: dict[tuple[str, str], int] = {}
+            for d in pod.divergences:
+                counts[(d.cause, d.severity)] = counts.get((d.cause, d.severity), 0) + 1
+            for (cause, severity), n in counts.items():
+                self.divergences.labels(self.node, pod.namespace, pod.name, pod.uid, cause, severity).set(n)
+
+
+class _ProcessCollector:
+    """The agent's own CPU and memory, through psutil."""
+
+    def collect(self):
+        process = psutil.Process()
+        with process.oneshot():
+            memory = process.memory_info().rss
+            cpu = process.cpu_times()
+        yield GaugeMetricFamily("dra_agent_resident_memory_bytes", "Agent resident memory", value=memory)
+        yield GaugeMetricFamily("dra_agent_cpu_seconds", "Agent CPU time (user+system)", value=cpu.user + cpu.system)
+
+
+class Publisher:
+    """Writes the report object and Events through a kube Session."""
+
+    def __init__(self, session, node: str, node_uid: str | None = None, min_interval: float = 10.0):
+        self.session, self.node, self.node_uid = session, node, node_uid
+        self.min_interval = min_interval
+        self._published_key = None
+        self._published_at = 0.0
+        self._events: set[str] = set()
+
+    def report(self, report: NodeEnforcementReport, *, force: bool = False) -> bool:
+        """Create or update the report; returns whether anything was written."""
+        key = report.divergence_key()
+        now = time.monotonic()
+        if not force and key == self._published_key:
+            return False
+        if not force and now - self._published_at < self.min_interval:
+            return False
+        document = report.model_dump(mode="json", by_alias=True)
+        path = f"{REPORTS_PATH}/{self.node}"
+        try:
+            self.session.get(path)
+        except ApiError as exc:
+            if exc.status != 404:
+                raise
+            metadata = dict(document["metadata"])
+            if self.node_uid:
+                metadata["ownerReferences"] = [{"apiVersion": "v1", "kind": "Node", "name": self.node,
+                                                "uid": self.node_uid}]
+            try:
+                self.session.request("POST", REPORTS_PATH, body={"apiVersion": document["apiVersion"],
+                                                                 "kind": document["kind"], "metadata": metadata})
+            except ApiError as create:
+                if create.status == 404:
+                    raise ApiError(f"the NodeEnforcementReport CRD ({PLURAL}.{GROUP}) is not installed: "
+                                   "kubectl apply -f manifests/crd.yaml", status=404) from None
+                raise
+        self.session.request("PATCH", f"{path}/status", body={"status": document["status"]},
+                             content_type="application/merge-patch+json")
+        self._published_key, self._published_at = key, now
+        return True
+
+    def events(self, report: NodeEnforcementReport) -> int:
+        """One Warning Event per new divergence set of a pod; returns how many were created."""
+        created = 0
+        for pod in report.status.pods:
+            if pod.verdict != "Diverged":
+                continue
+            name = _event_name(pod)
+            if name in self._events:
+                continue
+            body = _event(pod, self.node, name)
+            try:
+                self.session.request("POST", f"/apis/events.k8s.io/v1/namespaces/{pod.namespace}/events", body=body)
+                created += 1
+            except ApiError as exc:
+                if exc.status != 409:
+                    raise
+            self._events.add(name)
+        return created
+
+
+def _event_name(pod: PodVerdict) -> str:
+    signature = "|".join(f"{d.scope}/{d.container}/{d.file}/{d.expected}/{d.observed}/{d.cause}"
+                         for d in pod.divergences if d.severity != "info")
+    return f"{pod.name}.dra-{hashlib.sha256((pod.uid + signature).encode()).hexdigest()[:12]}"
+
+
+def _event(pod: PodVerdict, node: str, name: str) -> dict:
+    real = [d for d in pod.divergences if d.severity != "info"]
+    parts = [f"{d.container or 'pod'} {d.file}: expected {d.expected}, found {d.observed} ({d.cause})" for d in real]
+    note = f"{len(real)} cgroup value(s) differ from the prediction: " + "; ".join(parts)
+    return {
+        "apiVersion": "events.k8s.io/v1", "kind": "Event",
+        "metadata": {"name": name, "namespace": pod.namespace},
+        "eventTime": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+        "reportingController": CONTROLLER, "reportingInstance": node,
+        "action": "Verify", "reason": "CgroupDivergence", "type": "Warning",
+        "regarding": {"apiVersion": "v1", "kind": "Pod", "name": pod.name, "namespace": pod.namespace, "uid": pod.uid},
+        "note": note[:1024],
+    }

@@ -1,0 +1,202 @@
+"""The agent's two modes: one scan for a node shell, and the DaemonSet service loop.
+
+The service keeps serving the last report while the API server is away, reconnects with
+backoff, and rescans when this node's pods change (a watch) or every ``interval`` seconds.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+
+from kubectl_dra.env import Environment
+from kubectl_dra.errors import ApiError, DRAError
+from kubectl_dra.kube.reads import ReadRequest
+from kubectl_dra.model.inventory import Inventory
+from kubectl_dra.model.node import Node
+from kubectl_dra.model.pod import Pod
+from kubectl_dra.verify.report import NodeEnforcementReport
+from node_agent.cgroupfs import CgroupFS
+from node_agent.scan import scan
+
+MAX_BACKOFF = 60.0
+
+
+def node_requests(node: str) -> list[ReadRequest]:
+    """Only this node's pods (fieldSelector) and its Node object: two list calls per scan."""
+    return [ReadRequest(Pod, None, field_selector=f"spec.nodeName={node}"),
+            ReadRequest(Node, field_selector=f"metadata.name={node}", required=False)]
+
+
+def exit_code(report: NodeEnforcementReport) -> int:
+    if report.status.cgroup_version != "v2":
+        return 2
+    return 1 if report.status.summary.diverged else 0
+
+
+def run_scan_once(kube, node_flags: dict, node: str, cgroup_root: str, sys_root: str | None, output_format: str,
+                  no_headers: bool, env: Environment | None = None) -> int:
+    from kubectl_dra.cli.runtime import open_source, report_problems
+    from kubectl_dra.printers.documents import to_json, to_yaml
+    from kubectl_dra.printers.reports import divergence_table, summary_line
+    from kubectl_dra.printers.style import Style
+
+    env = env or Environment()
+    try:
+        opened = open_source(kube)
+        inventory = opened.source.read(node_requests(node))
+        report = scan(node, inventory, CgroupFS(cgroup_root, sys_root), node_flags)
+    except DRAError as exc:
+        env.error(f"error: {exc}")
+        return 2
+    if output_format == "json":
+        env.write(to_json(report))
+    elif output_format == "yaml":
+        env.write(to_yaml(report))
+    else:
+        env.write(divergence_table([report], no_headers=no_headers, wide=output_format == "wide",
+                                   style=Style(env.use_color)))
+        env.write(summary_line([report]) + "\n")
+    if report.status.message:
+        env.error(f"error: {report.status.message}")
+    report_problems(env, inventory)
+    return exit_code(report)
+
+
+@dataclass
+class AgentConfig:
+    node: str
+    cgroup_root: str = "/sys/fs/cgroup"
+    sys_root: str | None = None
+    listen: str = "0.0.0.0:8080"
+    interval: float = 60.0
+    publish: bool = True
+    check_network: bool = False
+    proc_root: str = "/proc"
+    node_flags: dict = field(default_factory=dict)
+    watch_timeout: float = 300.0
+
+
+class Agent:
+    def __init__(self, config: AgentConfig, kube, env: Environment | None = None):
+        from node_agent.publish import Metrics
+
+        self.config, self.kube = config, kube
+        self.env = env or Environment()
+        self.fs = CgroupFS(config.cgroup_root, config.sys_root)
+        self.metrics = Metrics(config.node)
+        self.report: NodeEnforcementReport | None = None
+        self.heartbeat = time.monotonic()
+        self.stop = threading.Event()
+        self.trigger = threading.Event()
+        self.session = None
+        self.publisher = None
+        self.server = None
+
+    # -- the pieces a test drives one at a time --------------------------------------------
+
+    def connect(self) -> None:
+        from kubectl_dra.cli.runtime import open_source
+
+        opened = open_source(self.kube)
+        self.source = opened.source
+        self.session = getattr(opened.source, "session", None)
+
+    def scan_once(self) -> NodeEnforcementReport:
+        """Read, compare, record metrics; publish when enabled. API failures raise ApiError."""
+        started = time.perf_counter()
+        inventory: Inventory = self.source.read(node_requests(self.config.node))
+        report = scan(self.config.node, inventory, self.fs, self.config.node_flags)
+        if self.config.check_network:
+            from node_agent.netns import check_network
+
+            check_network(report, inventory, self.source, self.fs, self.config.proc_root)
+            report.summarize()
+        self.metrics.record(report, time.perf_counter() - started)
+        self.report = report
+        if self.config.publish and self.session is not None:
+            if self.publisher is None:
+                from node_agent.publish import Publisher
+
+                node = inventory.get(Node, None, self.config.node)
+                self.publisher = Publisher(self.session, self.config.node, node.uid if node else None)
+            try:
+                self.publisher.report(report)
+                self.publisher.events(report)
+            except ApiError:
+                self.metrics.errors.labels(self.config.node, "publish").inc()
+                raise
+        return report
+
+    def healthy(self) -> bool:
+        return time.monotonic() - self.heartbeat < max(3 * self.config.interval, 30)
+
+    def ready(self) -> bool:
+        return self.report is not None
+
+    def report_document(self) -> dict | None:
+        return self.report.model_dump(mode="json", by_alias=True) if self.report else None
+
+    # -- the service -------------------------------------------------------------------------
+
+    def start_http(self):
+        from node_agent.server import serve
+
+        self.server = serve(self.config.listen, self.metrics.registry, self.healthy, self.ready, self.report_document)
+        return self.server
+
+    def watch_pods(self) -> None:
+        """Set ``trigger`` whenever this node's pods change; reconnects quietly on errors."""
+        backoff = 1.0
+        while not self.stop.is_set():
+            try:
+                query = [("fieldSelector", f"spec.nodeName={self.config.node}"),
+                         ("timeoutSeconds", str(int(self.config.watch_timeout)))]
+                for event in self.session.watch("/api/v1/pods", query, timeout=self.config.watch_timeout + 5):
+                    backoff = 1.0
+                    if event.get("type") in ("ADDED", "MODIFIED", "DELETED"):
+                        self.trigger.set()
+                    if self.stop.is_set():
+                        return
+            except (ApiError, AttributeError):
+                self.stop.wait(backoff)
+                backoff = min(backoff * 2, MAX_BACKOFF)
+
+    def loop(self) -> None:
+        backoff = 1.0
+        while not self.stop.is_set():
+            self.heartbeat = time.monotonic()
+            try:
+                if self.session is None:
+                    self.connect()
+                self.scan_once()
+                backoff = 1.0
+                wait = self.config.interval
+            except DRAError as exc:
+                self.metrics.errors.labels(self.config.node, "scan").inc()
+                self.env.error(f"scan failed (keeping the last report): {exc}")
+                wait = backoff
+                backoff = min(backoff * 2, MAX_BACKOFF)
+            self.trigger.wait(wait)
+            self.trigger.clear()
+
+    def serve_forever(self) -> int:
+        signal.signal(signal.SIGTERM, lambda *_: self.stop.set())
+        self.start_http()
+        try:
+            self.connect()
+        except DRAError as exc:
+            self.env.error(f"cannot connect yet: {exc}")
+        if self.session is not None:
+            threading.Thread(target=self.watch_pods, name="watch", daemon=True).start()
+        try:
+            self.loop()
+        except KeyboardInterrupt:
+            pass
+        self.server.shutdown()
+        return 0
+
+
