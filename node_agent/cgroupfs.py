@@ -20,6 +20,7 @@ DEFAULT_ROOT = "/sys/fs/cgroup"
 class CgroupFS:
     def __init__(self, root: str | os.PathLike = DEFAULT_ROOT, sys_root: str | os.PathLike | None = None):
         self.root = Path(root)
+        self.root_text = str(self.root)
         # /sys/fs/cgroup -> /sys ; /host/sys/fs/cgroup -> /host/sys (where kernel/mm/hugepages lives)
         if sys_root is None:
             text = str(self.root)
@@ -59,23 +60,40 @@ class CgroupFS:
         return sorted(sizes)
 
     def read(self, relative: str, files: list[str]) -> ObservedCgroup:
-        """The named files of one cgroup; a missing file reads as None, a missing directory as error."""
-        directory = self.root / relative
+        """The named files of one cgroup; a missing file reads as None, a missing directory as error.
+
+        One directory descriptor and raw os reads per file: a scan of 1,000 containers reads ~9,000
+        small files, and text-mode file objects would cost more than the kernel does.
+        """
         observed = ObservedCgroup(path=relative)
-        for name in files:
-            try:
-                with open(directory / name, encoding="ascii", errors="replace") as handle:
-                    observed.files[name] = handle.read().strip()
-            except FileNotFoundError:
-                if not directory.is_dir():
-                    observed.error = f"cgroup {relative} does not exist"
-                    observed.files.clear()
+        try:
+            directory = os.open(os.path.join(self.root_text, relative), os.O_RDONLY | os.O_DIRECTORY)
+        except FileNotFoundError:
+            observed.error = f"cgroup {relative} does not exist"
+            return observed
+        except OSError as exc:
+            observed.error = f"cannot open cgroup {relative}: {_reason(exc)}"
+            return observed
+        try:
+            values = observed.files
+            for name in files:
+                try:
+                    fd = os.open(name, os.O_RDONLY, dir_fd=directory)
+                except FileNotFoundError:
+                    values[name] = None
+                    continue
+                except OSError as exc:
+                    observed.error = f"cannot read {relative}/{name}: {_reason(exc)}"
                     return observed
-                observed.files[name] = None
-            except OSError as exc:
-                reason = "permission denied" if exc.errno in (errno.EACCES, errno.EPERM) else exc.strerror
-                observed.error = f"cannot read {relative}/{name}: {reason}"
-                return observed
+                try:
+                    values[name] = os.read(fd, 4096).decode("ascii", "replace").strip()
+                except OSError as exc:
+                    observed.error = f"cannot read {relative}/{name}: {_reason(exc)}"
+                    return observed
+                finally:
+                    os.close(fd)
+        finally:
+            os.close(directory)
         return observed
 
     def procs(self, relative: str) -> list[int]:
@@ -85,3 +103,7 @@ class CgroupFS:
         except OSError:
             return []
         return [int(line) for line in text.split() if line.isdigit()]
+
+
+def _reason(exc: OSError) -> str:
+    return "permission denied" if exc.errno in (errno.EACCES, errno.EPERM) else (exc.strerror or str(exc))

@@ -76,7 +76,9 @@ def _detect_weight_formula(samples: list[tuple[int, str | None]]) -> str | None:
 
 
 def scan(node_name: str, inventory: Inventory, fs: CgroupFS, given: dict[str, object],
-         now: datetime | None = None) -> NodeEnforcementReport:
+         now: datetime | None = None, cache: dict | None = None) -> NodeEnforcementReport:
+    """``cache`` (kept by the service between scans) holds predictions by pod UID, resourceVersion and
+    options: a pod that did not change is not predicted again."""
     observed_at = (now or datetime.now(timezone.utc)).strftime("%Y-%m-%dT%H:%M:%SZ")
     pods = pods_on(inventory, node_name)
     node = inventory.get(Node, None, node_name)
@@ -98,10 +100,18 @@ def scan(node_name: str, inventory: Inventory, fs: CgroupFS, given: dict[str, ob
               "runtime": _runtime_from_ids(pods), "hugepage_sizes": fs.hugepage_sizes()}
     options, _ = resolve(given, node, layout)
 
+    def predicted(pod: Pod, entries, opts: NodeOptions) -> PodCgroups:
+        if cache is None or not pod.metadata.resource_version:
+            return predict_pod(pod, entries, opts)
+        key = (pod.uid, pod.metadata.resource_version, opts.model_dump_json())
+        if key not in cache:
+            cache[key] = predict_pod(pod, entries, opts)
+        return cache[key]
+
     predictions = []
     for pod in pods:
         entries = [from_status(s) for s in pod.status.node_allocatable_resource_claim_statuses]
-        expected = predict_pod(pod, entries, options)
+        expected = predicted(pod, entries, options)
         predictions.append((pod, entries, expected, _observe(fs, pod, expected, options)))
 
     if given.get("weight_formula") is None:
@@ -110,12 +120,18 @@ def scan(node_name: str, inventory: Inventory, fs: CgroupFS, given: dict[str, ob
         detected = _detect_weight_formula(samples)
         if detected and detected != options.weight_formula:
             options = options.model_copy(update={"weight_formula": detected})
-            predictions = [(p, e, predict_pod(p, e, options), o) for p, e, _, o in predictions]
+            predictions = [(p, e, predicted(p, e, options), o) for p, e, _, o in predictions]
 
     no_dra_options = options.model_copy(update={"kubelet_dra": False})
     for pod, entries, expected, observed in predictions:
-        no_dra = predict_pod(pod, entries, no_dra_options)
-        report.status.pods.append(compare_pod(pod, expected, no_dra, observed, options))
+        verdict = compare_pod(pod, expected, None, observed, options)
+        if verdict.divergences and entries:  # only then does "what without DRA" matter
+            verdict = compare_pod(pod, expected, predict_pod(pod, entries, no_dra_options), observed, options)
+        report.status.pods.append(verdict)
+    if cache is not None:  # forget pods that left the node or changed
+        live = {(p.uid, p.metadata.resource_version) for p in pods}
+        for key in [k for k in cache if (k[0], k[1]) not in live]:
+            del cache[key]
     report.status.cgroup_driver = options.cgroup_driver
     report.status.runtime = options.runtime
     report.status.weight_formula = options.weight_formula

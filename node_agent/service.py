@@ -89,6 +89,7 @@ class Agent:
         self.fs = CgroupFS(config.cgroup_root, config.sys_root)
         self.metrics = Metrics(config.node)
         self.report: NodeEnforcementReport | None = None
+        self.predictions: dict = {}  # scan's cache: unchanged pods are not predicted again
         self.heartbeat = time.monotonic()
         self.stop = threading.Event()
         self.trigger = threading.Event()
@@ -109,7 +110,7 @@ class Agent:
         """Read, compare, record metrics; publish when enabled. API failures raise ApiError."""
         started = time.perf_counter()
         inventory: Inventory = self.source.read(node_requests(self.config.node))
-        report = scan(self.config.node, inventory, self.fs, self.config.node_flags)
+        report = scan(self.config.node, inventory, self.fs, self.config.node_flags, cache=self.predictions)
         if self.config.check_network:
             from node_agent.netns import check_network
 

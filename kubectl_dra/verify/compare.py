@@ -99,8 +99,11 @@ def _resizing(pod: Pod) -> bool:
         bool(pod.raw.get("status", {}).get("resize"))
 
 
-def compare_pod(pod: Pod, expected: PodCgroups, no_dra: PodCgroups, observed: ObservedPod,
+def compare_pod(pod: Pod, expected: PodCgroups, no_dra: PodCgroups | None, observed: ObservedPod,
                 options: NodeOptions) -> PodVerdict:
+    """``no_dra`` (the prediction without DRA) names DRA-related causes; without it they read as
+    Unexplained, which lets a caller skip that prediction for pods that match."""
+    no_dra = no_dra or expected
     verdict = PodVerdict(namespace=pod.namespace or "", name=pod.name, uid=pod.uid, verdict="Match",
                          cgroup=observed.pod.path)
     if observed.pod.error:
