@@ -19,17 +19,12 @@ from kubectl_dra.model.inventory import Inventory
 from kubectl_dra.model.node import Node
 from kubectl_dra.model.pod import Pod
 from kubectl_dra.verify.compare import ObservedPod, compare_pod
+from kubectl_dra.verify.crosscheck import pods_on
 from kubectl_dra.verify.report import Divergence, NodeEnforcementReport, PodVerdict, ReportMetadata, ReportStatus
 from node_agent.cgroupfs import CgroupFS
 
 NODE_LABEL = "kubectl-dra.io/node-name"
 RUNTIME_SCHEMES = {"containerd": "containerd", "cri-o": "crio"}
-
-
-def pods_on(inventory: Inventory, node: str) -> list[Pod]:
-    """Pods that have cgroups on the node: bound to it and not finished."""
-    return sorted((p for p in inventory.all(Pod) if p.node_name == node and not p.is_done),
-                  key=lambda p: (p.namespace or "", p.name))
 
 
 def _runtime_from_ids(pods: list[Pod]) -> str | None:
@@ -127,6 +122,7 @@ def scan(node_name: str, inventory: Inventory, fs: CgroupFS, given: dict[str, ob
         verdict = compare_pod(pod, expected, None, observed, options)
         if verdict.divergences and entries:  # only then does "what without DRA" matter
             verdict = compare_pod(pod, expected, predict_pod(pod, entries, no_dra_options), observed, options)
+        verdict.expected_hash = expected.fingerprint()
         report.status.pods.append(verdict)
     if cache is not None:  # forget pods that left the node or changed
         live = {(p.uid, p.metadata.resource_version) for p in pods}
@@ -136,4 +132,5 @@ def scan(node_name: str, inventory: Inventory, fs: CgroupFS, given: dict[str, ob
     report.status.runtime = options.runtime
     report.status.weight_formula = options.weight_formula
     report.status.kubelet_dra = options.kubelet_dra
+    report.status.node_options = options.model_dump(mode="json", by_alias=True)
     return report.summarize()

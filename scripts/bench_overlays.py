@@ -68,7 +68,8 @@ def build(n_overlays: int, n_types: int, n_pools: int, seed: int = 7):
         elif kind < 17:
             spec["requirements"] = [{"key": "example.com/instance-cpu", "operator": "Gt",
                                      "values": [str(rnd.choice((4, 32, 128)))]},
-                                    {"key": "topology.kubernetes.io/zone", "operator": "In", "values": [rnd.choice(ZONES)]},
+                                    {"key": "topology.kubernetes.io/zone", "operator": "In",
+                                     "values": [rnd.choice(ZONES)]},
                                     {"key": "example.com/instance-family", "operator": "In",
                                      "values": [f"f{rnd.randrange(n_types // 10 or 1)}"]}]
             spec["price"] = f"{rnd.randint(1, 40)}.25"

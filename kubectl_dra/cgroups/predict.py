@@ -7,6 +7,7 @@ come only from the recorded 1.37 claim entries, as the kubelet reads nothing els
 
 from __future__ import annotations
 
+import hashlib
 from typing import Iterable
 
 from pydantic import Field
@@ -46,6 +47,12 @@ class PodCgroups(Part):
     qos_class: str
     pod: CgroupFiles
     containers: list[ContainerCgroup] = Field(default_factory=list)
+
+    def fingerprint(self) -> str:
+        """Changes whenever any predicted value or path changes (for stale-report detection)."""
+        parts = [(self.pod.path, self.pod.files)] + [(c.name, c.files) for c in self.containers]
+        text = "\n".join(f"{where}:{name}={value}" for where, files in parts for name, value in sorted(files.items()))
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def hugepage_limits(resources: dict[str, Quantity]) -> dict[int, int]:

@@ -15,6 +15,7 @@ COMMANDS = {
     "explain": ("kubectl_dra.cli.explain:explain", "Explain a claim or a pod: devices, holders, DRA amounts, cgroups."),
     "snapshot": ("kubectl_dra.cli.snapshot:snapshot", "Save every object kubectl-dra reads, for offline use."),
     "options": ("kubectl_dra.cli.version:options", "List the connection flags every command accepts."),
+    "verify": ("kubectl_dra.cli.verify:verify", "Compare what the nodes enforce with what the scheduler counted."),
     "version": ("kubectl_dra.cli.version:version", "Print the kubectl-dra version."),
 }
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from pydantic import ValidationError
+from typing import ClassVar
+
+from pydantic import Field, ValidationError
 
 from kubectl_dra.errors import InputError
 from kubectl_dra.model.base import KubeObject
@@ -14,12 +16,24 @@ from kubectl_dra.model.scheduling import PodGroup
 from kubectl_dra.model.workloads import Deployment, Job, ReplicaSet, StatefulSet
 
 OWN_GROUP = "kubectl-dra.io"
-OWN_KINDS = {"InstanceTypeCatalog": ("v1alpha1",), "NodeEnforcementReport": ("v1alpha1",)}
-"""Our own documents: kept as plain dicts in the inventory until a command models them."""
+OWN_KINDS = {"InstanceTypeCatalog": ("v1alpha1",)}
+"""Our own documents that are no API objects: kept as plain dicts in the inventory."""
+
+
+class NodeEnforcementReportObject(KubeObject):
+    """The agent's per-node report as an API object (cluster-scoped custom resource)."""
+
+    KIND: ClassVar[str] = "NodeEnforcementReport"
+    GROUP: ClassVar[str] = OWN_GROUP
+    VERSIONS: ClassVar[tuple[str, ...]] = ("v1alpha1",)
+    PLURAL: ClassVar[str] = "nodeenforcementreports"
+    NAMESPACED: ClassVar[bool] = False
+
+    status: dict = Field(default_factory=dict)
 
 MODELS: tuple[type[KubeObject], ...] = (
     Pod, Node, ResourceClaim, ResourceClaimTemplate, ResourceSlice, DeviceClass, PodGroup,
-    NodePool, NodeClaim, NodeOverlay, Deployment, ReplicaSet, StatefulSet, Job,
+    NodePool, NodeClaim, NodeOverlay, Deployment, ReplicaSet, StatefulSet, Job, NodeEnforcementReportObject,
 )
 BY_GROUP_KIND: dict[tuple[str, str], type[KubeObject]] = {(m.GROUP, m.KIND): m for m in MODELS}
 

@@ -1,0 +1,1 @@
+"""Karpenter NodeOverlays: which apply where, and the prices, capacity and (proposed) slices that result."""

@@ -112,17 +112,21 @@ class InstanceType(Part):
         return self.node_pools is None or nodepool in self.node_pools
 
     def requirement_set(self) -> Requirements:
-        """What Karpenter's provider would report: labels, multi-valued requirements, and the zones
-        and capacity types of the offerings when neither labels nor requirements name them."""
+        """What Karpenter's provider would report: labels, multi-valued requirements, the name, and
+        for every offering key (zone, capacity type, reservation id...) that neither labels nor
+        requirements name, the values its offerings have."""
         reqs = Requirements.from_labels(self.labels)
         reqs.add(*Requirements.from_selector(self.requirements))
         if INSTANCE_TYPE not in reqs:
             reqs.add(Requirement.of(INSTANCE_TYPE, IN, (self.name,)))
-        for key, attr in ((ZONE, "zone"), (CAPACITY_TYPE, "capacity_type")):
+        offered: dict[str, set[str]] = {}
+        for offering in self.offerings:
+            for req in offering.requirement_set():
+                if not req.complement:
+                    offered.setdefault(req.key, set()).update(req.values)
+        for key, values in offered.items():
             if key not in reqs:
-                values = sorted({getattr(o, attr) for o in self.offerings if getattr(o, attr) is not None})
-                if values:
-                    reqs.add(Requirement.of(key, IN, values))
+                reqs.add(Requirement.of(key, IN, sorted(values)))
         return reqs
 
     @property
@@ -188,11 +192,14 @@ def infer_from_cluster(nodes: list[Node], nodeclaims: list[NodeClaim],
     template labels are left out: they come from the NodePool, not the instance type.
     """
     template_labels = {np.name: set(np.spec.template.metadata.labels) for np in nodepools}
+    nodes_by_name = {n.name: n for n in nodes}
     claimed_nodes = {nc.status.node_name for nc in nodeclaims if nc.status.node_name}
     machines: list[tuple[str, dict[str, str], dict]] = []  # (name, labels, capacity)
     for nc in sorted(nodeclaims, key=lambda o: o.name):
-        machines.append((nc.name, nc.metadata.labels, nc.status.capacity))
-    nodes_by_name = {n.name: n for n in nodes}
+        capacity = nc.status.capacity
+        if not capacity and nc.status.node_name in nodes_by_name:
+            capacity = nodes_by_name[nc.status.node_name].status.capacity
+        machines.append((nc.name, nc.metadata.labels, capacity))
     for node in sorted(nodes, key=lambda o: o.name):
         if node.name not in claimed_nodes:
             machines.append((node.name, node.metadata.labels, node.status.capacity))
@@ -210,9 +217,6 @@ def infer_from_cluster(nodes: list[Node], nodeclaims: list[NodeClaim],
         offerings = sorted({(labels.get(ZONE), labels.get(CAPACITY_TYPE)) for _, labels, _ in members},
                            key=lambda zc: (zc[0] or "", zc[1] or ""))
         capacity = next((cap for _, _, cap in members if cap), {})
-        if not capacity:
-            node = next((nodes_by_name.get(n) for n, _, _ in members if n in nodes_by_name), None)
-            capacity = node.status.capacity if node else {}
         result.append(InstanceType(
             name=it_name, node_pools=[pool], labels=common, capacity=dict(capacity), source="inferred",
             offerings=[Offering(zone=z, capacity_type=c, price=None) for z, c in offerings]))

@@ -221,8 +221,9 @@ def _prepare(obj: NodeOverlay, order: int) -> _Overlay:
     if change is None:
         kind = None
     dynamic = parse_dynamic_resources(spec.dynamic_resources)
-    ov = _Overlay(obj=obj, name=obj.name, weight=spec.weight or 0, order=order, errors=errors, schema_invalid=bool(schema), change=change,
-                  change_kind=kind, has_capacity=_has_capacity(obj), capacity=dict(spec.capacity), dynamic=dynamic)
+    ov = _Overlay(obj=obj, name=obj.name, weight=spec.weight or 0, order=order, errors=errors,
+                  schema_invalid=bool(schema), change=change, change_kind=kind, has_capacity=_has_capacity(obj),
+                  capacity=dict(spec.capacity), dynamic=dynamic)
     if not errors:
         ov.reqs = Requirements.from_selector(spec.requirements or ())
     return ov
@@ -304,12 +305,13 @@ class _Evaluation:
                         ov.contested_prices.append((ctx.index, offering.key))
             if ov.has_capacity:
                 cap = self.capacity.get(ctx.index)
-                if cap is not None and cap.lowest_weight == ov.weight and cap.last_keys & ov.capacity.keys():
+                if cap is not None and cap.last is not None and cap.lowest_weight == ov.weight \
+                        and cap.last_keys & ov.capacity.keys():
                     keys = ", ".join(sorted(cap.last_keys & ov.capacity.keys()))
-                    found.append(("capacity", f"{ctx.label} [{keys}]", cap.last))  # type: ignore[arg-type]
+                    found.append(("capacity", f"{ctx.label} {keys}", cap.last))
             if ov.dynamic:
                 for driver, peer in self.drivers.conflicts(ctx.index, ov.weight, ov.dynamic):
-                    found.append(("dynamicResources", f"{ctx.label} [driver {driver}]", peer))
+                    found.append(("dynamicResources", f"{ctx.label} driver {driver}", peer))
         return found
 
     def store(self, ov: _Overlay) -> None:
@@ -465,13 +467,16 @@ class _Evaluation:
             return "; ".join(ov.errors)
         if ov.status == "Conflict":
             peers = ", ".join(sorted(ov.conflicts_with))
-            return (f"conflict with {peers} (same weight {ov.weight}, processed first); not applied anywhere")
+            return (f"conflict with {peers}: same weight {ov.weight}, and equal weights are processed by name "
+                    f"descending, so {peers} went first; not applied anywhere")
         if not ov.matches:
             return "matches no instance type in any NodePool"
         pools = len({ctx.pool.name for ctx, _ in ov.matches})
         text = f"matches {len(ov.matches)} instance type(s) in {pools} NodePool(s)"
         if ov.won == 0 and ov.lost:
             text += f"; no effect, every slot is held by {', '.join(sorted(ov.shadowed_by))}"
+        if ov.conflicts_with:
+            text += f"; rejected for conflicting with it: {', '.join(sorted(ov.conflicts_with))}"
         return text
 
 
@@ -533,10 +538,10 @@ class _Findings:
             w = weights[loser]
             self.add("OverlayConflictUndetected", "warning",
                      f"NodeOverlays {winner} and {loser} both have weight {w} and set the same capacity key to "
-                     f"different values on {len(details)} instance type(s) ({_examples(details)}). Karpenter's conflict "
-                     f"check only compares with the most recently stored overlay's keys, so it reports no conflict "
-                     f"and both stay Ready, while {winner} (name sorts later, processed first) silently wins. Give them "
-                     "different weights, or remove the key from one of them.", loser)
+                     f"different values on {len(details)} instance type(s) ({_examples(details)}). Karpenter's "
+                     "conflict check only compares with the most recently stored overlay's keys, so it reports no "
+                     f"conflict and both stay Ready, while {winner} (name sorts later, processed first) silently "
+                     "wins. Give them different weights, or remove the key from one of them.", loser)
         self.prices_unknown()
         self.status_disagreements()
         return self.out
@@ -564,7 +569,8 @@ class _Findings:
                 f"{', '.join(sorted(by_peer))} was stored first and {ov.name} is rejected everywhere (every NodePool "
                 f"and instance type; Ready=False, reason Conflict, message 'conflict with another overlay', which does "
                 f"not name the peer).")
-        dropped = [s for s in ov.sets() if s not in kinds and not (s in ("price", "priceAdjustment") and "price" in kinds)]
+        in_conflict = {"price", "priceAdjustment"} if "price" in kinds else set()
+        dropped = [s for s in ov.sets() if s not in kinds and s not in in_conflict]
         if dropped:
             text += f" Its {', '.join(dropped)}, which conflicts with nothing, is dropped too (rejection is atomic)."
         shadowed = self.shadowed_conflict(ov)

@@ -103,9 +103,6 @@ class Requirement:
             return NOT_IN if self.values else EXISTS
         return IN if self.values else DOES_NOT_EXIST
 
-    def within_bounds(self, value: str, gte: int | None = None, lte: int | None = None) -> bool:
-        return _within(value, self.gte if gte is None else gte, self.lte if lte is None else lte)
-
     def has(self, value: str) -> bool:
         if self.complement:
             return value not in self.values and _within(value, self.gte, self.lte)
@@ -143,7 +140,9 @@ class Requirement:
             return any(v not in self.values and _within(v, gte, lte) for v in other.values)
         if other.complement:
             return any(v not in other.values and _within(v, gte, lte) for v in self.values)
-        small, large = (self.values, other.values) if len(self.values) <= len(other.values) else (other.values, self.values)
+        small, large = self.values, other.values
+        if len(small) > len(large):
+            small, large = large, small
         if gte is None and lte is None:
             return not small.isdisjoint(large)
         return any(v in large and _within(v, gte, lte) for v in small)

@@ -144,7 +144,6 @@ class _Slot:
     winner: MergedDriver
     lowest_weight: int
     last: str
-    losers: list[str] = field(default_factory=list)
 
 
 class DriverSlots:
@@ -182,15 +181,11 @@ class DriverSlots:
                 slots[driver] = _Slot(MergedDriver(driver, overlay, weight, templates, bindings), weight, overlay)
             else:
                 slot.lowest_weight, slot.last = weight, overlay
-                slot.losers.append(overlay)
                 lost.append((driver, slot.winner.overlay))
         return lost
 
     def merged(self, context: Hashable) -> dict[str, MergedDriver]:
         return {driver: slot.winner for driver, slot in sorted(self._slots.get(context, {}).items())}
-
-    def contexts(self) -> set[Hashable]:
-        return set(self._slots)
 
 
 def merge_templates(entries: Iterable[tuple[str, int | None, DynamicResources]]
@@ -344,7 +339,7 @@ def _published_devices(published: Iterable[ResourceSlice | dict]) -> dict[str, l
     by_driver: dict[str, list[_Device]] = defaultdict(list)
     for rs in published:
         if isinstance(rs, dict):
-            rs = ResourceSlice.model_validate(rs)
+            rs = ResourceSlice.from_raw(rs)
         driver = rs.spec.driver
         by_driver.setdefault(driver, [])
         for dev in rs.spec.devices:

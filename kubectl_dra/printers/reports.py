@@ -20,7 +20,7 @@ def divergence_table(reports: list[NodeEnforcementReport], *, no_headers: bool =
                     continue
                 rows.append([report.metadata.name, pod.namespace, pod.name,
                              d.container or "<pod>", d.file, d.expected or "<none>", d.observed or "<missing>",
-                             d.cause, d.severity])
+                             f"{d.cause}(stale)" if pod.stale else d.cause, d.severity])
     if not rows:
         return ""
     severity = {r[7]: r[8] for r in rows}
@@ -40,4 +40,8 @@ def summary_line(reports: list[NodeEnforcementReport]) -> str:
     diverged = sum(r.status.summary.diverged for r in reports)
     unknown = sum(r.status.summary.unknown for r in reports)
     nodes = f"{len(reports)} node{'s' if len(reports) != 1 else ''}"
-    return f"{nodes}, {pods} pods: {matched} match, {diverged} diverged, {unknown} unknown"
+    line = f"{nodes}, {pods} pods: {matched} match, {diverged} diverged, {unknown} unknown"
+    stale = sum(1 for r in reports for p in r.status.pods if p.stale)
+    if stale:
+        line += f"; {stale} stale (the pod changed since the scan: not trusted)"
+    return line

@@ -30,6 +30,8 @@ class PodVerdict(Part):
     verdict: Verdict
     divergences: list[Divergence] = Field(default_factory=list)
     cgroup: str | None = None  # the pod cgroup path that was read
+    expected_hash: str | None = None  # of the prediction used: a changed pod predicts differently
+    stale: bool = False  # set by verify: the pod changed since observedAt, so this verdict is not trusted
 
 
 class Summary(Part):
@@ -49,11 +51,14 @@ class ReportStatus(Part):
     summary: Summary = Field(default_factory=Summary)
     pods: list[PodVerdict] = Field(default_factory=list)
     message: str | None = None  # node-wide problems (unsupported cgroup version, unreadable root)
+    node_options: dict = Field(default_factory=dict)  # everything the prediction used (for cross-checks)
+    unreported_pods: list[str] = Field(default_factory=list)  # set by verify: on the node now, not in the report
 
 
 class ReportMetadata(Part):
     name: str
     labels: dict[str, str] = Field(default_factory=dict)
+    creation_timestamp: str | None = None
 
 
 class NodeEnforcementReport(Part):
@@ -69,7 +74,11 @@ class NodeEnforcementReport(Part):
                                       unknown=sum(p.verdict == "Unknown" for p in pods))
         return self
 
+    def trusted_divergences(self) -> int:
+        return sum(1 for p in self.status.pods if p.verdict == "Diverged" and not p.stale)
+
     def divergence_key(self) -> list:
         """What matters for republishing: everything but the observation time."""
         return [(p.uid, p.verdict, [(d.scope, d.container, d.file, d.expected, d.observed, d.cause)
                                     for d in p.divergences]) for p in self.status.pods]
+

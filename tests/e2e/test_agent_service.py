@@ -6,17 +6,13 @@ import urllib.request
 
 import pytest
 from cgroup_tree import build_tree, set_file
-from test_agent_scan import NODE, node_pods
+from agentpods import NODE, NODE_OBJECT, node_pods
 
 from kubectl_dra.cgroups.options import NodeOptions
 from kubectl_dra.cli.options import KubeOptions
 from kubectl_dra.errors import ApiError
 from node_agent.publish import REPORTS_PATH
 from node_agent.service import Agent, AgentConfig
-
-NODE_OBJECT = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": NODE, "uid": "0e0e0e0e-0000-4000-8000-000000000001"},
-               "status": {"nodeInfo": {"containerRuntimeVersion": "containerd://2.1.0", "kubeletVersion": "v1.37.0"}}}
-
 
 @pytest.fixture
 def agent(tmp_path, make_apiserver, kubeconfig_for):

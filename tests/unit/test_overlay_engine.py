@@ -337,8 +337,9 @@ def test_reserved_offering_keys_must_intersect_when_mentioned():
 # -- §6.4 / §6.5 merge -----------------------------------------------------------------------------------
 
 def test_no_stacking_highest_weight_adjustment_only():
+    its = [instance_type(offerings=(("spot", 1, 10.0),))]
     result = evaluate([overlay("ten", 10, ON_DEFAULT, adjustment="-20%"),
-                       overlay("five", 5, ON_DEFAULT, adjustment="-10%")], [pool()], [instance_type(offerings=(("spot", 1, 10.0),))])
+                       overlay("five", 5, ON_DEFAULT, adjustment="-10%")], [pool()], its)
     assert prices(result)["spot/test-zone-1"] == 8.0  # not 7.2
 
 
@@ -469,12 +470,17 @@ def test_runtime_validation_failures(requirements, capacity, expected):
 
 @pytest.mark.parametrize("requirement", [
     req(CT, "In", "spot", "bogus"),  # one known value is enough
-    req(NP, "In", "np-1"), req("example.com/k", "Gt", "0"), req("example.com/k", "Gte", "+5"),
+    req(NP, "In", "np-1"), req("example.com/k", "Gt", "0"), req("example.com/k", "Gte", "5"),
     req("failure-domain.beta.kubernetes.io/zone", "In", z(1)), req("team", "Exists"),
     req("node.kubernetes.io/instance-type", "NotIn", "x"), req("kubernetes.io/arch", "DoesNotExist"),
 ])
 def test_valid_requirements(requirement):
     assert validate_overlay(overlay("o", requirements=[requirement])) == []
+
+
+def test_signed_bound_is_an_integer_but_not_a_label_value():
+    errors = runtime_errors(overlay("o", requirements=[req("example.com/k", "Gte", "+5")]))
+    assert len(errors) == 1 and "invalid value +5 for key example.com/k" in errors[0]
 
 
 @pytest.mark.parametrize("spec,expected", [
@@ -523,8 +529,8 @@ def test_status_disagreement(karpenter, ours, disagree):
                    "message": "conflict with another overlay" if karpenter[1] == "Conflict" else ""}]
     subject = overlay("a", requirements=ON_DEFAULT, price="1", conditions=conditions,
                       raw_spec={"weight": 0} if ours == "RuntimeValidation" else None)
-    others = [overlay("b", requirements=ON_DEFAULT, price="2",
-                      conditions=[{"type": "Ready", "status": "True", "reason": "Ready"}])] if ours == "Conflict" else []
+    ready = [{"type": "Ready", "status": "True", "reason": "Ready"}]
+    others = [overlay("b", requirements=ON_DEFAULT, price="2", conditions=ready)] if ours == "Conflict" else []
     result = evaluate([subject, *others], [pool()], F1)
     assert status(result, "a") == ours
     assert ("OverlayStatusDisagrees" in codes(result)) is disagree
@@ -618,7 +624,8 @@ def test_offering_compatibility_ignores_offering_keys_the_overlay_does_not_menti
 
 @pytest.mark.parametrize("item,expected", [
     ({"name": "m5.large", "capacity": {"memory": "lots"}}, "instance type m5.large: capacity.memory: invalid quantity"),
-    ({"name": "m5.large", "offerings": [{"zone": "a", "price": "cheap"}]}, "instance type m5.large: offerings.0.price"),
+    ({"name": "m5.large", "offerings": [{"zone": "a", "price": "cheap"}]},
+     "instance type m5.large: offerings[0].price: price 'cheap' is not a number"),
     ({"name": "m5.large", "requirements": [{"key": "k", "operator": "Near"}]}, "unsupported operator 'Near'"),
     ({"name": "m5.large", "labels": {IT: "m5.xlarge"}}, "label node.kubernetes.io/instance-type is 'm5.xlarge'"),
     ({"capacity": {}}, "instanceTypes[0]: name: Field required"),
@@ -635,6 +642,19 @@ def test_catalog_duplicates_and_label_coercion():
     assert its[0].labels["example.com/cpu"] == "8"
     with pytest.raises(InputError, match="listed twice"):
         from_catalog({"instanceTypes": [{"name": "a"}, {"name": "a", "nodePools": ["y"]}]})
+
+
+def test_inference_falls_back_to_the_node_capacity_and_groups_by_nodepool():
+    labels = {IT: "m5.large", NP: "a", ZONE: z(1), CT: "spot", "kubernetes.io/arch": "amd64"}
+    claim = NodeClaim.model_validate({"metadata": {"name": "a-x", "labels": labels}, "status": {"nodeName": "n1"}})
+    node = Node.model_validate({"metadata": {"name": "n1", "labels": labels}, "status": {"capacity": {"cpu": "2"}}})
+    other = Node.model_validate({"metadata": {"name": "n2", "labels": {**labels, NP: "b", ZONE: z(2),
+                                                                        "kubernetes.io/arch": "arm64"}}})
+    plain = Node.model_validate({"metadata": {"name": "n3", "labels": {IT: "m5.large"}}})  # not Karpenter's
+    its = infer_from_cluster([node, other, plain], [claim], [])
+    assert [(it.node_pools, str(it.capacity.get("cpu")), it.labels["kubernetes.io/arch"]) for it in its] == [
+        (["a"], "2", "amd64"), (["b"], "None", "arm64")]
+    assert [(o.zone, o.capacity_type, o.price) for o in its[0].offerings] == [(z(1), "spot", None)]
 
 
 def test_inferred_instance_types_have_unknown_prices():

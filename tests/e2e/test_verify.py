@@ -1,0 +1,101 @@
+"""``kubectl dra verify``: from the example's reports, from a local tree, and end to end with the agent."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from kubectl_dra.cli.options import KubeOptions
+from kubectl_dra.kube.snapshot import load_snapshot
+from kubectl_dra.model.registry import MODELS
+from node_agent.service import Agent, AgentConfig
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "cluster"
+NODES = ROOT / "examples" / "nodes"
+
+
+def rows(stdout: str) -> list[list[str]]:
+    return [line.split() for line in stdout.splitlines()[1:] if line.startswith("worker-")]
+
+
+def test_example_reports(dra):
+    result = dra("verify", "--snapshot", str(EXAMPLE))
+    assert result.exit_code == 1, result
+    assert rows(result.stdout) == [
+        ["worker-gpu-1", "ml", "embedder", "reranker", "memory.max", "5905580032", "4294967296", "DRAAmountMissing"],
+        ["worker-gpu-1", "ml", "trainer-0-h6h2p", "trainer", "cpu.weight", "532", "313", "WeightFormula"]]
+    assert "2 nodes, 6 pods: 5 match, 1 diverged, 0 unknown" in result.stdout
+    assert "Nodes without a report: worker-gpu-2" in result.stdout
+
+
+def test_example_reports_json_and_filters(dra):
+    doc = dra("verify", "--snapshot", str(EXAMPLE), "-o", "json").json()
+    assert doc["kind"] == "List" and doc["nodesWithoutReport"] == ["worker-gpu-2"]
+    assert [i["metadata"]["name"] for i in doc["items"]] == ["worker-cpu-1", "worker-gpu-1"]
+    one = dra("verify", "--snapshot", str(EXAMPLE), "--node", "worker-cpu-1", "-o", "json")
+    assert one.exit_code == 0 and one.json()["kind"] == "NodeEnforcementReport"
+    assert one.json()["status"]["summary"] == {"pods": 1, "matched": 1, "diverged": 0, "unknown": 0}
+    narrowed = dra("verify", "--snapshot", str(EXAMPLE), "-n", "default")
+    assert narrowed.exit_code == 0 and rows(narrowed.stdout) == []
+    pod = dra("verify", "embedder", "-n", "ml", "--snapshot", str(EXAMPLE), "-o", "wide", "--no-headers")
+    assert pod.exit_code == 1 and pod.stdout.splitlines()[0].split()[-1] == "error"
+    assert "2 nodes, 1 pods: 0 match, 1 diverged" in pod.stdout
+
+
+def test_stale_report_is_not_trusted(tmp_path, dra):
+    objects = [o.raw for m in MODELS for o in load_snapshot(EXAMPLE).all(m)]
+    for obj in objects:
+        if obj["kind"] == "Pod" and obj["metadata"]["name"] == "embedder":
+            reranker = next(c for c in obj["spec"]["containers"] if c["name"] == "reranker")
+            reranker["resources"]["limits"]["memory"] = "6Gi"  # resized after the agent's scan
+    (tmp_path / "all.yaml").write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": objects}))
+    result = dra("verify", "--snapshot", str(tmp_path))
+    assert result.exit_code == 0, result
+    assert "DRAAmountMissing(stale)" in result.stdout
+    assert "1 stale (the pod changed since the scan: not trusted)" in result.stdout
+
+
+def test_local_cgroup_root_mode(dra):
+    result = dra("verify", "--snapshot", str(EXAMPLE), "--cgroup-root", str(NODES / "worker-gpu-1" / "sys" / "fs" / "cgroup"),
+                 "--node", "worker-gpu-1", "-o", "json")
+    assert result.exit_code == 1, result
+    doc = result.json()
+    assert doc["status"]["weightFormula"] == "quadratic"
+    diverged = [p for p in doc["status"]["pods"] if p["verdict"] == "Diverged"]
+    assert [(p["name"], d["container"], d["cause"]) for p in diverged for d in p["divergences"]] == [
+        ("embedder", "reranker", "DRAAmountMissing")]
+
+
+def test_no_reports_is_an_error(tmp_path, dra):
+    (tmp_path / "pods.yaml").write_text((EXAMPLE / "workloads" / "embedder.yaml").read_text())
+    result = dra("verify", "--snapshot", str(tmp_path))
+    assert result.exit_code == 3
+    assert "no NodeEnforcementReport found" in result.stderr
+
+
+def test_agent_publishes_and_verify_reports_it(tmp_path, make_apiserver, kubeconfig_for, dra):
+    """End to end: the agent scans a tree and publishes to the API server; verify reads it back."""
+    import shutil
+
+    objects = [o.raw for m in MODELS for o in load_snapshot(EXAMPLE).all(m) if m.KIND != "NodeEnforcementReport"]
+    server = make_apiserver(objects, served={"kubectl-dra.io": ["v1alpha1"]})
+    kubeconfig = str(kubeconfig_for(server, namespace="ml"))
+    tree = tmp_path / "sys"
+    shutil.copytree(NODES / "worker-gpu-1" / "sys", tree)
+    agent = Agent(AgentConfig(node="worker-gpu-1", cgroup_root=str(tree / "fs" / "cgroup")),
+                  KubeOptions(kubeconfig=kubeconfig))
+    agent.connect()
+    agent.scan_once()
+    assert server.get("nodeenforcementreports", "worker-gpu-1") is not None
+    server.requests.clear()
+    result = dra("verify", "-A", "--kubeconfig", kubeconfig)
+    assert result.exit_code == 1, result
+    assert rows(result.stdout)[0] == ["worker-gpu-1", "ml", "embedder", "reranker", "memory.max", "5905580032",
+                                      "4294967296", "DRAAmountMissing"]
+    assert "Nodes without a report: worker-cpu-1, worker-gpu-2" in result.stdout
+    counts: dict[str, int] = {}
+    for r in server.list_requests():
+        counts[r.resource] = counts.get(r.resource, 0) + 1
+    assert counts == {"nodeenforcementreports": 1, "pods": 1, "nodes": 1}
