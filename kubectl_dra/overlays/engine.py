@@ -690,6 +690,22 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
+def slices_for_node(overlays: list[NodeOverlay], nodepools: list[NodePool], instance_types: list[InstanceType], *,
+                    nodepool: str, instance_type: str, node_name: str, node_labels: dict[str, str],
+                    gate_enabled: bool | None = None) -> list[dict]:
+    """PROPOSAL: the ResourceSlices the overlay templates predict for one real node (for
+    ``explain node``): named after the node, ``matchLabelKeys`` resolved from its labels. Empty
+    when the gate is off or the node's (NodePool, instance type) is not in the input."""
+    if gate_enabled is False:
+        return []
+    with _collector_paused():
+        ev = _Evaluation(list(overlays), list(nodepools), list(instance_types), gate_enabled)
+        ev.run()
+        ctx = next((c for c in ev.contexts if c.pool.name == nodepool and c.it.name == instance_type), None)
+        merged = ev.drivers.merged(ctx.index) if ctx is not None else {}
+        return predict_slices(ctx.it, ctx.pool, merged, node_labels, node_name) if merged else []
+
+
 def evaluate(overlays: list[NodeOverlay], nodepools: list[NodePool], instance_types: list[InstanceType], *,
              gate_enabled: bool | None = None) -> OverlayExplanation:
     """Which overlays apply where, and the prices, capacity and (proposed) slices that result.

@@ -12,7 +12,7 @@ from builders import resource_slice
 
 from kubectl_dra.model.karpenter import NodeOverlay, NodePool
 from kubectl_dra.overlays.catalog import InstanceType
-from kubectl_dra.overlays.engine import evaluate
+from kubectl_dra.overlays.engine import evaluate, slices_for_node
 from kubectl_dra.overlays.templates import compare_slices, merge_templates, parse_dynamic_resources, predict_slices
 
 IT = "node.kubernetes.io/instance-type"
@@ -175,6 +175,25 @@ def test_engine_resolves_match_label_keys_only_when_the_instance_type_pins_the_v
     if resolved:
         assert spec["nodeSelector"]["nodeSelectorTerms"][0]["matchExpressions"] == [
             {"key": ZONE, "operator": "In", "values": ["z1"]}]
+
+
+def test_slices_for_a_real_node_use_its_name_and_labels():
+    selector = {"nodeSelectorTerms": [{"matchLabelKeys": [ZONE]}]}
+    overlays = [overlay("o", dynamic_resources=dynamic(gpu_template(), nic_template(nodeSelector=selector)))]
+    its = [instance_type(("z1", "z2"))]  # the type alone cannot say which zone
+    slices = slices_for_node(overlays, [POOL], its, nodepool="gpu", instance_type="g1", node_name="worker-1",
+                             node_labels={ZONE: "z2"})
+    assert [s["driver"] for s in slices] == [GPU, NIC]
+    assert slices[0]["nodeName"] == "worker-1" and slices[0]["pool"]["name"] == "worker-1"
+    assert slices[1]["nodeSelector"]["nodeSelectorTerms"][0]["matchExpressions"][0]["values"] == ["z2"]
+    assert compare_slices(slices, [resource_slice("worker-1", GPU, [
+        {"name": d, "attributes": {"model": {"string": "L40S"}}, "capacity": {"memory": {"value": "48Gi"}}}
+        for d in ("gpu-0", "gpu-1")])]) == [
+        "driver nic.example.com: no ResourceSlice published (the overlay templates predict 1 device(s))"]
+    assert slices_for_node(overlays, [POOL], its, nodepool="gpu", instance_type="other", node_name="w",
+                           node_labels={}) == []
+    assert slices_for_node(overlays, [POOL], its, nodepool="gpu", instance_type="g1", node_name="w",
+                           node_labels={}, gate_enabled=False) == []
 
 
 def test_all_nodes_template():
