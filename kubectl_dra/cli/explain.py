@@ -7,6 +7,7 @@ import click
 from kubectl_dra.cli.exitcodes import EPILOG
 from kubectl_dra.cli.nodeflags import node_options
 from kubectl_dra.cli.options import kube_options, output_options
+from kubectl_dra.cli.overlays import catalog_option
 
 
 @click.group("explain", epilog=EPILOG)
@@ -146,4 +147,52 @@ def pod(ctx: click.Context, kube, output, node_flags, name: str) -> None:
     options, sources = resolve(node_flags, node)
     result = explain_pod(found, inventory, options, sources)
     emit(env, result, output, text=lambda: pod_tree(result, Style(env.use_color)))
+    ctx.exit(report_problems(env, inventory))
+
+
+@explain.command("node", epilog=EPILOG)
+@kube_options
+@output_options(formats=("tree", "json", "yaml"), default="tree")
+@catalog_option
+@click.argument("name")
+@click.pass_context
+def node(ctx: click.Context, kube, output, catalog, feature_gate, name: str) -> None:
+    """Explain a node: its devices, what is allocated on it, and what Karpenter predicted.
+
+    \b
+    The node's ResourceSlices and devices (with node-allocatable mappings),
+    the claims allocated on it and their pods, what the scheduler counts on
+    it including DRA against its allocatable, the NodeOverlays that matched
+    its NodePool x instance type, and predicted vs actual: capacity an
+    overlay promised that the node lacks, and (proposal) predicted
+    ResourceSlices vs the published ones.
+
+    \b
+    Examples:
+      kubectl dra explain node worker-gpu-1
+      kubectl dra explain node worker-cpu-1 --snapshot examples/cluster -o json
+    """
+    from kubectl_dra.cli.overlays import read_overlay_inputs
+    from kubectl_dra.cli.runtime import fetch_named, open_source, report_problems
+    from kubectl_dra.kube.reads import ReadRequest
+    from kubectl_dra.model.node import Node
+    from kubectl_dra.model.pod import Pod
+    from kubectl_dra.model.resource import ResourceClaim, ResourceSlice
+    from kubectl_dra.nodes.explain import explain_node
+    from kubectl_dra.printers.nodes import node_tree
+    from kubectl_dra.printers.output import emit
+    from kubectl_dra.printers.style import Style
+
+    env = ctx.obj
+    env.color = output.color
+    opened = open_source(kube)
+    found, first = fetch_named(env, opened, Node, None, name)
+    inventory, types = read_overlay_inputs(opened, catalog, [
+        ReadRequest(ResourceSlice, field_selector=f"spec.nodeName={name}"), ReadRequest(ResourceClaim),
+        ReadRequest(Pod, None, field_selector=f"spec.nodeName={name}")])
+    inventory.add(found)
+    inventory.problems[:0] = first.problems
+    gate = {"on": True, "off": False, "unknown": None}[feature_gate]
+    result = explain_node(found, inventory, types, gate)
+    emit(env, result, output, text=lambda: node_tree(result, Style(env.use_color)))
     ctx.exit(report_problems(env, inventory))

@@ -14,12 +14,11 @@ candidates for an overlay come from set intersections and only those get the ful
 
 from __future__ import annotations
 
-import gc
 from collections import defaultdict
-from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator
+from typing import Iterable
 
+from kubectl_dra.gcpause import gc_paused
 from kubectl_dra.document import Finding
 from kubectl_dra.model.karpenter import NodeOverlay, NodePool
 from kubectl_dra.overlays.catalog import InstanceType, Offering
@@ -677,19 +676,6 @@ class _Findings:
                      "controller's --feature-gates / FEATURE_GATES.")
 
 
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """The pass allocates 10^5-10^6 small objects without cycles; letting the cyclic collector
-    rescan them all the while costs more than the pass itself (refcounting still frees them)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 def slices_for_node(overlays: list[NodeOverlay], nodepools: list[NodePool], instance_types: list[InstanceType], *,
                     nodepool: str, instance_type: str, node_name: str, node_labels: dict[str, str],
                     gate_enabled: bool | None = None) -> list[dict]:
@@ -698,7 +684,7 @@ def slices_for_node(overlays: list[NodeOverlay], nodepools: list[NodePool], inst
     when the gate is off or the node's (NodePool, instance type) is not in the input."""
     if gate_enabled is False:
         return []
-    with _collector_paused():
+    with gc_paused():
         ev = _Evaluation(list(overlays), list(nodepools), list(instance_types), gate_enabled)
         ev.run()
         ctx = next((c for c in ev.contexts if c.pool.name == nodepool and c.it.name == instance_type), None)
@@ -714,7 +700,7 @@ def evaluate(overlays: list[NodeOverlay], nodepools: list[NodePool], instance_ty
     (results keep the provider's values and show the overlays' effect under ``ifEnabled``),
     None means unknown (evaluated as if on).
     """
-    with _collector_paused():
+    with gc_paused():
         ev = _Evaluation(list(overlays), list(nodepools), list(instance_types), gate_enabled)
         ev.run()
         return OverlayExplanation.model_construct(

@@ -1,0 +1,162 @@
+"""``kubectl dra explain node``: devices, allocations, DRA totals, and overlay predictions vs reality."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from kubectl_dra.allocatable.entries import from_status
+from kubectl_dra.allocatable.requests import add_into, pod_requests
+from kubectl_dra.document import Document, Finding, Part
+from kubectl_dra.model.inventory import Inventory
+from kubectl_dra.model.karpenter import NodeOverlay, NodePool
+from kubectl_dra.model.node import Node
+from kubectl_dra.model.pod import Pod
+from kubectl_dra.model.resource import ResourceClaim, ResourceSlice
+from kubectl_dra.overlays.engine import evaluate, slices_for_node
+from kubectl_dra.overlays.templates import compare_slices
+from kubectl_dra.quantity import Quantity
+
+NODEPOOL_LABEL = "karpenter.sh/nodepool"
+TYPE_LABEL = "node.kubernetes.io/instance-type"
+
+
+class DeviceSummary(Part):
+    name: str
+    node_allocatable: dict[str, dict[str, str]] = Field(default_factory=dict)
+    allocated_to: list[str] = Field(default_factory=list)  # namespace/claim
+
+
+class SliceSummary(Part):
+    name: str
+    driver: str
+    pool: str
+    devices: list[DeviceSummary] = Field(default_factory=list)
+
+
+class ClaimOnNode(Part):
+    namespace: str
+    name: str
+    devices: list[str]
+    pods: list[str]
+
+
+class PodOnNode(Part):
+    namespace: str
+    name: str
+    requests: dict[str, str]
+    dra: dict[str, str] = Field(default_factory=dict)
+
+
+class NodeRef(Part):
+    name: str
+    node_pool: str | None = None
+    instance_type: str | None = None
+    zone: str | None = None
+    capacity: dict[str, str] = Field(default_factory=dict)
+    allocatable: dict[str, str] = Field(default_factory=dict)
+
+
+class NodeExplanation(Document):
+    kind: str = "NodeExplanation"
+    node: NodeRef
+    resource_slices: list[SliceSummary] = Field(default_factory=list)
+    claims: list[ClaimOnNode] = Field(default_factory=list)
+    pods: list[PodOnNode] = Field(default_factory=list)
+    requested: dict[str, str] = Field(default_factory=dict)  # what the scheduler counts on the node
+    dra: dict[str, str] = Field(default_factory=dict)  # the DRA part of it
+    free: dict[str, str] = Field(default_factory=dict)  # allocatable - requested
+    overlays: list[dict[str, Any]] = Field(default_factory=list)  # overlays matching its NodePool x type
+    predicted_resource_slices: list[dict[str, Any]] = Field(default_factory=list)  # proposal
+    findings: list[Finding] = Field(default_factory=list)
+
+
+def explain_node(node: Node, inventory: Inventory, instance_types, gate_enabled: bool | None) -> NodeExplanation:
+    findings: list[Finding] = []
+    ref = f"node/{node.name}"
+    labels = node.metadata.labels
+    pool, itype = labels.get(NODEPOOL_LABEL), labels.get(TYPE_LABEL)
+    claims = [c for c in inventory.all(ResourceClaim) if c.node_name == node.name]
+    holders: dict[tuple[str, str, str], list[str]] = {}
+    for claim in claims:
+        for r in claim.status.allocation.devices.results:
+            holders.setdefault(r.device_id, []).append(claim.key)
+    slices = [s for s in inventory.all(ResourceSlice) if s.spec.node_name == node.name]
+    slice_views = []
+    for rs in sorted(slices, key=lambda s: (s.spec.driver, s.name)):
+        devices = []
+        for device in rs.spec.devices:
+            nar = {k: {n: str(q) for n, q in (("capacityKey", e.mapping.capacity_key if e.mapping else None),
+                                               ("capacityMultiplier", e.mapping.capacity_multiplier if e.mapping else None),
+                                               ("deviceMultiplier", e.mapping.device_multiplier if e.mapping else None),
+                                               ("perPod", e.overhead.per_pod if e.overhead else None),
+                                               ("perContainer", e.overhead.per_container if e.overhead else None))
+                       if q is not None} for k, e in device.node_allocatable_resources.items()}
+            devices.append(DeviceSummary(name=device.name, node_allocatable=nar,
+                                         allocated_to=holders.get((rs.spec.driver, rs.spec.pool.name, device.name), [])))
+        slice_views.append(SliceSummary(name=rs.name, driver=rs.spec.driver, pool=rs.spec.pool.name, devices=devices))
+
+    pods = [p for p in inventory.all(Pod) if p.node_name == node.name and not p.is_done]
+    pod_views, requested, dra_total = [], {}, {}
+    for pod in sorted(pods, key=lambda p: (p.namespace or "", p.name)):
+        entries = [from_status(s) for s in pod.status.node_allocatable_resource_claim_statuses]
+        with_dra, spec = pod_requests(pod, entries), pod_requests(pod)
+        dra = {k: v - spec.get(k, Quantity.parse("0")) for k, v in with_dra.items() if v != spec.get(k)}
+        add_into(requested, with_dra)
+        add_into(dra_total, dra)
+        pod_views.append(PodOnNode(namespace=pod.namespace or "", name=pod.name,
+                                   requests={k: str(v) for k, v in sorted(with_dra.items())},
+                                   dra={k: str(v) for k, v in sorted(dra.items())}))
+    free = {}
+    for name, amount in node.status.allocatable.items():
+        left = amount - requested.get(name, Quantity.parse("0"))
+        free[name] = str(left)
+        if left.sign() < 0:
+            findings.append(Finding(code="NodeOvercommitted", severity="error", object=ref,
+                                    message=f"pods request {requested[name]} {name} (incl. DRA) but the node has "
+                                            f"{amount} allocatable"))
+
+    claim_views = [ClaimOnNode(namespace=c.namespace or "", name=c.name,
+                               devices=[f"{r.driver}/{r.pool}/{r.device}" for r in c.status.allocation.devices.results],
+                               pods=sorted(p.key for p in inventory.pods_by_claim().get((c.namespace, c.name), [])))
+                   for c in sorted(claims, key=lambda c: (c.namespace or "", c.name))]
+
+    overlays_view, predicted = [], []
+    if pool and itype:
+        result = evaluate(inventory.all(NodeOverlay), inventory.all(NodePool), instance_types,
+                          gate_enabled=gate_enabled)
+        for o in result.overlays:
+            if any(m.node_pool == pool and m.instance_type == itype for m in o.matches):
+                overlays_view.append({"name": o.name, "weight": o.weight, "status": o.status, "sets": o.sets})
+        view = next((it for it in result.instance_types if it.node_pool == pool and it.name == itype), None)
+        if view is None:
+            findings.append(Finding(code="InstanceTypeUnknown", severity="info", object=ref,
+                                    message=f"{pool} x {itype} is not in the instance types evaluated (no catalog entry"
+                                            "), so overlay predictions cannot be compared"))
+        else:
+            for key, overlay in view.capacity_overlays.items():
+                if key not in node.status.capacity or node.status.capacity[key].is_zero():
+                    findings.append(Finding(code="OverlayPredictionMismatch", severity="warning", object=ref,
+                                            message=f"overlay {overlay} promised {key}={view.capacity[key]} for "
+                                                    f"{pool} x {itype}, but the node has no {key}"))
+                elif str(node.status.capacity[key]) != view.capacity[key]:
+                    findings.append(Finding(code="OverlayPredictionMismatch", severity="warning", object=ref,
+                                            message=f"overlay {overlay} promised {key}={view.capacity[key]}, the node "
+                                                    f"has {node.status.capacity[key]}"))
+        predicted = slices_for_node(inventory.all(NodeOverlay), inventory.all(NodePool), instance_types,
+                                    nodepool=pool, instance_type=itype, node_name=node.name, node_labels=labels,
+                                    gate_enabled=gate_enabled)
+        for difference in compare_slices(predicted, slices) if predicted else []:
+            findings.append(Finding(code="OverlayPredictionMismatch", severity="warning", object=ref,
+                                    message=f"(proposal) predicted ResourceSlices vs published: {difference}"))
+    return NodeExplanation(
+        node=NodeRef(name=node.name, node_pool=pool, instance_type=itype,
+                     zone=labels.get("topology.kubernetes.io/zone"),
+                     capacity={k: str(v) for k, v in sorted(node.status.capacity.items())},
+                     allocatable={k: str(v) for k, v in sorted(node.status.allocatable.items())}),
+        resource_slices=slice_views, claims=claim_views, pods=pod_views,
+        requested={k: str(v) for k, v in sorted(requested.items())},
+        dra={k: str(v) for k, v in sorted(dra_total.items())}, free=dict(sorted(free.items())),
+        overlays=overlays_view, predicted_resource_slices=predicted, findings=findings,
+        problems=[p.message for p in inventory.problems])

@@ -1,0 +1,100 @@
+"""``kubectl dra overlays`` and ``explain node`` through the CLI, on the example cluster and live."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from kubectl_dra.kube.snapshot import load_snapshot
+from kubectl_dra.model.registry import MODELS
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "cluster"
+
+
+def table_rows(stdout: str) -> list[list[str]]:
+    block = stdout.split("\n\n")[0]
+    return [line.split() for line in block.splitlines()[1:]]
+
+
+def test_overlays_table_names_provenance_and_both_conflicting_overlays(dra):
+    result = dra("overlays", "--snapshot", str(EXAMPLE))
+    assert result.exit_code == 0, result
+    rows = table_rows(result.stdout)
+    assert ["gpu", "g6e.12xlarge", "on-demand", "us-west-2a", "10.49264->9.443376", "gpu-savings-plan", "<none>"] in rows
+    assert ["gpu", "g6e.24xlarge", "on-demand", "us-west-2b", "15.06559->13.559031", "gpu-savings-plan", "<none>"] in rows
+    assert ["default", "c7i.16xlarge", "spot", "us-west-2a", "1.1424", "<none>",
+            "+hugepages-2Mi=8Gi(cpu-hugepages)"] in rows
+    summary = {line.split()[0]: line.split() for line in result.stdout.split("\n\n")[1].splitlines()[1:]}
+    assert summary["gpu-negotiated-rate"][1:5] == ["10", "Conflict", "1", "gpu-savings-plan"]
+    assert summary["gpu-savings-plan"][1:5] == ["10", "Ready", "2", "gpu-negotiated-rate"]
+    assert "OverlayConflict: NodeOverlay gpu-negotiated-rate (weight 10) conflicts with gpu-savings-plan" in result.stdout
+
+
+def test_overlays_filters_and_json_contract(dra):
+    doc = dra("overlays", "--snapshot", str(EXAMPLE), "-o", "json").json()
+    assert (doc["apiVersion"], doc["kind"]) == ("kubectl-dra.io/v1alpha1", "OverlayExplanation")
+    overlay = next(o for o in doc["overlays"] if o["name"] == "gpu-negotiated-rate")
+    assert {"name", "weight", "status", "message", "conflictsWith", "matches"} <= set(overlay)
+    assert overlay["conflictsWith"] == ["gpu-savings-plan"]
+    it = doc["instanceTypes"][0]
+    assert {"nodePool", "name", "offerings", "capacity", "capacityOverlays", "resourceSlices"} <= set(it)
+    assert {"zone", "capacityType", "basePrice", "price", "overlay"} <= set(it["offerings"][0])
+    narrowed = dra("overlays", "--snapshot", str(EXAMPLE), "--nodepool", "gpu", "--instance-type", "g6e.24xlarge",
+                   "--overlay", "gpu-savings-plan", "--no-headers")
+    rows = table_rows(narrowed.stdout)
+    assert {(r[0], r[1]) for r in rows} == {("gpu", "g6e.24xlarge")}
+    assert [line.split()[0] for line in narrowed.stdout.split("\n\n")[1].splitlines()] == ["gpu-savings-plan"]
+
+
+def test_feature_gate_off_applies_nothing(dra):
+    result = dra("overlays", "--snapshot", str(EXAMPLE), "--feature-gate", "off")
+    assert "10.49264->" not in result.stdout and "OverlayFeatureGateOff" in result.stdout
+
+
+def test_catalog_flag_and_bad_catalog(tmp_path, dra):
+    catalog = yaml.safe_load((EXAMPLE / "karpenter" / "instance-types.yaml").read_text())
+    catalog["instanceTypes"] = [t for t in catalog["instanceTypes"] if t["name"] == "g6e.12xlarge"]
+    path = tmp_path / "catalog.yaml"
+    path.write_text(yaml.safe_dump(catalog))
+    result = dra("overlays", "--snapshot", str(EXAMPLE), "--catalog", str(path), "-o", "json")
+    assert {it["name"] for it in result.json()["instanceTypes"]} == {"g6e.12xlarge"}
+    catalog["instanceTypes"][0]["capacity"]["memory"] = "plenty"
+    path.write_text(yaml.safe_dump(catalog))
+    bad = dra("overlays", "--snapshot", str(EXAMPLE), "--catalog", str(path))
+    assert bad.exit_code == 3 and "g6e.12xlarge" in bad.stderr and "plenty" in bad.stderr
+
+
+def test_explain_node_totals_overlays_and_prediction_mismatch(tmp_path, dra):
+    doc = dra("explain", "node", "worker-cpu-1", "--snapshot", str(EXAMPLE), "-o", "json").json()
+    assert doc["kind"] == "NodeExplanation" and doc["node"]["nodePool"] == "default"
+    assert doc["requested"]["cpu"] == "10001m" and doc["dra"] == {"cpu": "10"}
+    assert [o["name"] for o in doc["overlays"]] == ["cpu-hugepages"]
+    assert doc["claims"] == [{"namespace": "default", "name": "risk-engine-cpus", "devices": [
+        "dra.cpu/worker-cpu-1/cpudevnuma000"], "pods": ["default/risk-engine"]}]
+    assert doc["findings"] == []
+    objects = [o.raw for m in MODELS for o in load_snapshot(EXAMPLE).all(m)]
+    for obj in objects:
+        if obj["kind"] == "Node" and obj["metadata"]["name"] == "worker-cpu-1":
+            obj["status"]["capacity"].pop("hugepages-2Mi")  # the launch template forgot the huge pages
+    (tmp_path / "all.yaml").write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": objects}))
+    (tmp_path / "catalog.yaml").write_text((EXAMPLE / "karpenter" / "instance-types.yaml").read_text())
+    doc = dra("explain", "node", "worker-cpu-1", "--snapshot", str(tmp_path), "-o", "json").json()
+    [finding] = doc["findings"]
+    assert finding["code"] == "OverlayPredictionMismatch"
+    assert "cpu-hugepages promised hugepages-2Mi=8Gi" in finding["message"]
+
+
+def test_overlays_live_one_list_per_kind(make_apiserver, kubeconfig_for, dra, tmp_path):
+    objects = [o.raw for m in MODELS for o in load_snapshot(EXAMPLE).all(m)]
+    server = make_apiserver(objects)
+    catalog = tmp_path / "catalog.yaml"
+    catalog.write_text((EXAMPLE / "karpenter" / "instance-types.yaml").read_text())
+    result = dra("overlays", "--kubeconfig", str(kubeconfig_for(server)), "--catalog", str(catalog))
+    assert result.exit_code == 0, result
+    assert "10.49264->9.443376" in result.stdout
+    counts: dict[str, int] = {}
+    for r in server.list_requests():
+        counts[r.resource] = counts.get(r.resource, 0) + 1
+    assert counts == {"nodeoverlays": 1, "nodepools": 1, "nodeclaims": 1, "nodes": 1}
