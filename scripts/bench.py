@@ -182,12 +182,51 @@ def bench_agent_scan(n_pods: int = 250, containers: int = 4) -> None:
               f"and the pod list), {diverged} pods diverged (planted {len(planted)})")
 
 
+def bench_verify(n_reports: int, pods_per_node: int, tmp: Path) -> None:
+    """kubectl dra verify -A over many NodeEnforcementReports (and the pods they cross-check)."""
+    from kubectl_dra.verify.report import Divergence, NodeEnforcementReport, PodVerdict, ReportMetadata, ReportStatus
+
+    objects: list[dict] = []
+    for n in range(n_reports):
+        node = f"node-{n}"
+        verdicts = []
+        for i in range(pods_per_node):
+            p = pod(f"pod-{n}-{i}", f"ns-{n % 50}", node=node)
+            objects.append(p)
+            diverged = i == 0 and n % 100 == 0
+            verdicts.append(PodVerdict(
+                namespace=p["metadata"]["namespace"], name=p["metadata"]["name"], uid=p["metadata"]["uid"],
+                verdict="Diverged" if diverged else "Match",
+                divergences=[Divergence(scope="container", container="main", file="memory.max", expected="2147483648",
+                                        observed="1073741824", cause="DRAAmountMissing", severity="error")]
+                if diverged else []))
+        report = NodeEnforcementReport(metadata=ReportMetadata(name=node),
+                                       status=ReportStatus(observed_at="2026-11-20T09:35:00Z", pods=verdicts)).summarize()
+        objects.append(report.model_dump(mode="json", by_alias=True))
+    with FakeAPIServer(objects, served={"kubectl-dra.io": ["v1alpha1"]}) as server:
+        kubeconfig = tmp / "kubeconfig-verify"
+        kubeconfig.write_text(
+            "apiVersion: v1\nkind: Config\ncurrent-context: b\n"
+            f"clusters: [{{name: b, cluster: {{server: '{server.url}'}}}}]\n"
+            "users: [{name: b, user: {token: t}}]\n"
+            "contexts: [{name: b, context: {cluster: b, user: b}}]\n")
+        env = {**os.environ, "KUBECONFIG": str(kubeconfig)}
+        server.requests.clear()
+        wall, cpu, peak, done = timed([str(BIN / "kubectl-dra"), "verify", "-A"], env)
+        lists = server.list_requests()
+        print(f"verify -A over {n_reports} reports / {n_reports * pods_per_node} pods: {wall:.2f} s wall (incl. the "
+              f"local fake API server), {cpu:.2f} s CPU in kubectl-dra, peak {peak} MiB, exit {done.returncode}, "
+              f"{len(lists)} list requests (pages) for kinds {sorted({r.resource for r in lists})}, "
+              f"{len(done.stdout.splitlines())} output lines")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--claims", type=int, default=5000)
     parser.add_argument("--pods", type=int, default=10000)
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--predict-pods", type=int, default=10000)
+    parser.add_argument("--reports", type=int, default=5000)
     args = parser.parse_args()
     bench_help(args.runs)
     bench_prediction(args.predict_pods)
@@ -195,7 +234,9 @@ def main() -> None:
     import tempfile
 
     with tempfile.TemporaryDirectory() as tmp:
+        bench_verify(args.reports, 10, Path(tmp))
         bench_cluster(args.claims, args.pods, Path(tmp))
+    subprocess.run([sys.executable, str(ROOT / "scripts" / "bench_overlays.py")])
 
 
 if __name__ == "__main__":

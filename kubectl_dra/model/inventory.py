@@ -81,6 +81,16 @@ class Inventory:
             self._cache["pods_by_claim"] = index
         return self._cache["pods_by_claim"]
 
+    def pods_by_node(self) -> dict[str, list[Pod]]:
+        """Node name -> pods bound to it (every verify of a node would otherwise scan every pod)."""
+        if "pods_by_node" not in self._cache:
+            index: dict[str, list[Pod]] = defaultdict(list)
+            for pod in self.all(Pod):
+                if pod.node_name:
+                    index[pod.node_name].append(pod)
+            self._cache["pods_by_node"] = index
+        return self._cache["pods_by_node"]
+
     def slice_device(self, driver: str, pool: str, device: str):
         """The ResourceSlice and device an allocation result points at, or (None, None)."""
         if "devices" not in self._cache:

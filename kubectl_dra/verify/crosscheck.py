@@ -20,7 +20,7 @@ from kubectl_dra.verify.report import NodeEnforcementReport
 
 def pods_on(inventory: Inventory, node: str) -> list[Pod]:
     """Pods that have cgroups on the node: bound to it and not finished."""
-    return sorted((p for p in inventory.all(Pod) if p.node_name == node and not p.is_done),
+    return sorted((p for p in inventory.pods_by_node().get(node, ()) if not p.is_done),
                   key=lambda p: (p.namespace or "", p.name))
 
 
