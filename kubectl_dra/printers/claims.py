@@ -6,6 +6,7 @@ from datetime import datetime
 
 from kubectl_dra.claims.explain import ClaimExplanation
 from kubectl_dra.claims.summary import ClaimList
+from kubectl_dra.printers.findings import findings_lines
 from kubectl_dra.printers.style import Style
 from kubectl_dra.printers.table import NONE, Column, cell, human_age, render
 
@@ -90,9 +91,5 @@ def claim_tree(result: ClaimExplanation, style: Style) -> str:
     for u in result.consumers:
         reserved = "reserved" if u.reserved else style("NOT reserved", "red")
         lines.append(f"  {u.pod}  {reserved}  {u.phase or '<unknown>'} on {u.node or '<unscheduled>'}  via {u.via}")
-    lines.append(f"{style('Findings', 'bold')} ({len(result.findings)})")
-    for f in result.findings:
-        lines.append(f"  {style.severity(f.severity, f.severity.upper())} {f.code}: {f.message}")
-    if not result.findings:
-        lines.append("  none")
+    lines += findings_lines(result.findings, style)
     return "\n".join(lines) + "\n"

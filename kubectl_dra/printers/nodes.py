@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from kubectl_dra.nodes.explain import NodeExplanation
+from kubectl_dra.printers.findings import findings_lines
 from kubectl_dra.printers.style import Style
 
 
@@ -32,9 +33,5 @@ def node_tree(result: NodeExplanation, style: Style) -> str:
         lines.append(f"  {o['name']}  weight {o['weight']}  {o['status']}  sets {', '.join(o['sets']) or '<nothing>'}")
     if result.predicted_resource_slices:
         lines.append(f"{style('Predicted ResourceSlices (proposal)', 'bold')} ({len(result.predicted_resource_slices)})")
-    lines.append(f"{style('Findings', 'bold')} ({len(result.findings)})")
-    for f in result.findings:
-        lines.append(f"  {style.severity(f.severity, f.severity.upper())} {f.code}: {f.message}")
-    if not result.findings:
-        lines.append("  none")
+    lines += findings_lines(result.findings, style)
     return "\n".join(lines) + "\n"

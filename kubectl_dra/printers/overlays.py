@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from kubectl_dra.overlays.explain import OverlayExplanation
+from kubectl_dra.printers.findings import findings_lines
 from kubectl_dra.printers.style import Style
 from kubectl_dra.printers.table import NONE, Column, cell, render
 
@@ -54,6 +55,5 @@ def overlay_tables(result: OverlayExplanation, *, wide: bool, no_headers: bool, 
         text += "\n" + render(OVERLAY_COLUMNS, summary, wide=wide, no_headers=no_headers,
                               colorize=colorize if style.enabled else None)
     if result.findings:
-        text += "\n" + "".join(f"{style.severity(f.severity, f.severity.upper())} {f.code}: {f.message}\n"
-                               for f in result.findings)
+        text += "\n" + "".join(line.strip() + "\n" for line in findings_lines(result.findings, style, heading=False))
     return text

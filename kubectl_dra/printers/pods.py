@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from kubectl_dra.pods.explain import PodExplanation
+from kubectl_dra.printers.findings import findings_lines
 from kubectl_dra.printers.style import Style
 
 
@@ -44,11 +45,7 @@ def pod_tree(result: PodExplanation, style: Style) -> str:
         kind = "" if c.type == "container" else f" ({c.type})"
         lines.append(f"{style('Container', 'bold')} {c.name}{kind} {c.path}")
         _files(lines, c.files, c.because, style, "  ")
-    lines.append(f"{style('Findings', 'bold')} ({len(result.findings)})")
-    for f in result.findings:
-        lines.append(f"  {style.severity(f.severity, f.severity.upper())} {f.code}: {f.message}")
-    if not result.findings:
-        lines.append("  none")
+    lines += findings_lines(result.findings, style)
     o, src = result.node_options, result.node_options_source
     note = lambda name: f" ({src[name]})" if src.get(name, "default") != "default" else ""  # noqa: E731
     sizes = ",".join(f"{s // (1 << 20)}Mi" if s < (1 << 30) else f"{s // (1 << 30)}Gi" for s in o.hugepage_sizes)

@@ -126,7 +126,7 @@ def compare_pod(pod: Pod, expected: PodCgroups, no_dra: PodCgroups | None, obser
         _compare(diffs, "container", container.name, container.files, no_dra_containers[container.name].files,
                  seen, options)
         _weight_formula(diffs, container, seen, options)
-    _classify(pod, expected, diffs, pod_ok)
+    _classify(pod, diffs, pod_ok)
     verdict.divergences = diffs
     if any(d.severity in ("error", "warning") and d.cause not in UNKNOWN_CAUSES for d in diffs):
         verdict.verdict = "Diverged"
@@ -167,28 +167,29 @@ def _weight_formula(diffs: list[Divergence], container, seen: ObservedCgroup, op
         if d.container == container.name and d.file == "cpu.weight" and d.cause == "Unexplained":
             other = "linear" if options.weight_formula == "quadratic" else "quadratic"
             if d.observed == str(f.WEIGHT_FORMULAS[other](container.shares)):
-                d.cause, d.severity = "WeightFormula", "info"
-                d.message = (f"shares {container.shares} -> {d.observed} is the {other} formula: this runtime "
-                             f"converts differently from --weight-formula {options.weight_formula}")
+                _assign(d, "WeightFormula", f"shares {container.shares} -> {d.observed} is the {other} formula: this "
+                        f"runtime converts differently from --weight-formula {options.weight_formula}")
 
 
-def _classify(pod: Pod, expected: PodCgroups, diffs: list[Divergence], pod_ok: bool) -> None:
+def _assign(d: Divergence, cause: str, message: str) -> None:
+    d.cause, d.severity, d.message = cause, SEVERITY[cause], message
+
+
+def _classify(pod: Pod, diffs: list[Divergence], pod_ok: bool) -> None:
     """Refine causes with what only the whole pod shows."""
     real = [d for d in diffs if d.cause in ("DRAAmountMissing", "Unexplained")]
-    if real and all(d.cause == "DRAAmountMissing" for d in real):
-        dra_files = len(real)
-        if dra_files >= 2 or all(d.scope == "pod" for d in real):
-            for d in real:
-                d.cause, d.severity = "KubeletDRADisabled", "error"
-                d.message = ("every value that should include DRA equals the value without it: the kubelet does "
-                             "not apply node-allocatable DRA (DRANodeAllocatableResources off, or older than 1.37)")
+    if real and all(d.cause == "DRAAmountMissing" for d in real) and \
+            (len(real) >= 2 or all(d.scope == "pod" for d in real)):
+        for d in real:
+            _assign(d, "KubeletDRADisabled", "every value that should include DRA equals the value without it: the "
+                    "kubelet does not apply node-allocatable DRA (DRANodeAllocatableResources off, or older than 1.37)")
     for d in real:
         if d.cause == "DRAAmountMissing" and not d.message:
             d.message = "equals the value without the claim's node-allocatable amount"
     if _resizing(pod):
         for d in real:
-            d.cause, d.severity = "ResizePending", "info"
-            d.message = "an in-place resize is pending or in progress; values change once it is actuated"
+            _assign(d, "ResizePending", "an in-place resize is pending or in progress; values change once it is "
+                                        "actuated")
         return
     plr = pod.spec.resources
     for d in diffs:
@@ -198,13 +199,12 @@ def _classify(pod: Pod, expected: PodCgroups, diffs: list[Divergence], pod_ok: b
         resource = {"cpu.max": "cpu", "memory.max": "memory"}.get(d.file)
         if plr and resource and resource in plr.limits and resource not in own_limits and \
                 (d.observed or "").startswith("max"):
-            d.cause, d.severity = "PodLevelResources", "warning"
-            d.message = (f"the container has no {resource} limit of its own and should inherit the pod-level limit "
-                         f"{plr.limits[resource]}; the kubelet or runtime did not apply pod-level resources")
+            _assign(d, "PodLevelResources", f"the container has no {resource} limit of its own and should inherit "
+                    f"the pod-level limit {plr.limits[resource]}; the kubelet or runtime did not apply pod-level "
+                    "resources")
         elif pod_ok:
-            d.cause, d.severity = "DriverOverride", "info"
-            d.message = ("the container value was changed after the kubelet set it (an NRI plugin or DRA driver); "
-                         "the pod-level bound still holds")
+            _assign(d, "DriverOverride", "the container value was changed after the kubelet set it (an NRI plugin "
+                                         "or DRA driver); the pod-level bound still holds")
     for d in diffs:
         if d.cause == "Unexplained" and not d.message:
             d.message = "no known cause explains this value"
