@@ -96,6 +96,24 @@ class CgroupFS:
             os.close(directory)
         return observed
 
+    def process_names(self, relative: str, proc_root: str = "/proc", limit: int = 5) -> list[str]:
+        """``pid name`` of the first processes in a cgroup (psutil over the host's /proc): who is
+        running under a value that diverged."""
+        import psutil
+
+        names = []
+        previous = psutil.PROCFS_PATH
+        psutil.PROCFS_PATH = proc_root
+        try:
+            for pid in self.procs(relative)[:limit]:
+                try:
+                    names.append(f"{pid} {psutil.Process(pid).name()}")
+                except (psutil.Error, OSError):
+                    names.append(f"{pid} <gone>")
+        finally:
+            psutil.PROCFS_PATH = previous
+        return names
+
     def procs(self, relative: str) -> list[int]:
         """PIDs in a cgroup (``cgroup.procs``), for naming the processes behind a divergence."""
         try:

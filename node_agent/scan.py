@@ -71,7 +71,7 @@ def _detect_weight_formula(samples: list[tuple[int, str | None]]) -> str | None:
 
 
 def scan(node_name: str, inventory: Inventory, fs: CgroupFS, given: dict[str, object],
-         now: datetime | None = None, cache: dict | None = None) -> NodeEnforcementReport:
+         now: datetime | None = None, cache: dict | None = None, proc_root: str | None = None) -> NodeEnforcementReport:
     """``cache`` (kept by the service between scans) holds predictions by pod UID, resourceVersion and
     options: a pod that did not change is not predicted again."""
     observed_at = (now or datetime.now(timezone.utc)).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -123,6 +123,10 @@ def scan(node_name: str, inventory: Inventory, fs: CgroupFS, given: dict[str, ob
         if verdict.divergences and entries:  # only then does "what without DRA" matter
             verdict = compare_pod(pod, expected, predict_pod(pod, entries, no_dra_options), observed, options)
         verdict.expected_hash = expected.fingerprint()
+        if proc_root and verdict.verdict == "Diverged":
+            for name in {d.container for d in verdict.divergences if d.container}:
+                if name in observed.containers:
+                    verdict.processes[name] = fs.process_names(observed.containers[name].path, proc_root)
         report.status.pods.append(verdict)
     if cache is not None:  # forget pods that left the node or changed
         live = {(p.uid, p.metadata.resource_version) for p in pods}

@@ -110,7 +110,8 @@ class Agent:
         """Read, compare, record metrics; publish when enabled. API failures raise ApiError."""
         started = time.perf_counter()
         inventory: Inventory = self.source.read(node_requests(self.config.node))
-        report = scan(self.config.node, inventory, self.fs, self.config.node_flags, cache=self.predictions)
+        report = scan(self.config.node, inventory, self.fs, self.config.node_flags, cache=self.predictions,
+                      proc_root=self.config.proc_root)
         if self.config.check_network:
             from node_agent.netns import check_network
 

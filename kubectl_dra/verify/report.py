@@ -32,6 +32,7 @@ class PodVerdict(Part):
     cgroup: str | None = None  # the pod cgroup path that was read
     expected_hash: str | None = None  # of the prediction used: a changed pod predicts differently
     stale: bool = False  # set by verify: the pod changed since observedAt, so this verdict is not trusted
+    processes: dict[str, list[str]] = Field(default_factory=dict)  # diverged container -> "pid name" inside it
 
 
 class Summary(Part):

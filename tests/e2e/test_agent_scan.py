@@ -224,3 +224,18 @@ def test_example_cluster_node_matches_its_own_prediction(tmp_path):
     report = scan("worker-gpu-1", inventory, CgroupFS(tmp_path / "fs" / "cgroup"), {})
     assert {p.verdict for p in report.status.pods} == {"Match"}, [p.divergences for p in report.status.pods]
     assert report.status.runtime == "containerd"
+
+
+def test_processes_of_a_diverged_container_are_named(tmp_path):
+    """psutil over a /proc: the report says what runs under the diverged value."""
+    import os
+
+    pods, dirs, fs = make(tmp_path)
+    set_file(dirs[("burstable", "encoder")], "memory.max", str(8 << 30))
+    set_file(dirs[("burstable", "encoder")], "cgroup.procs", f"{os.getpid()}\n999999999")
+    report = scan(NODE, inventory_of(pods), fs, {}, proc_root="/proc")
+    burstable = next(p for p in report.status.pods if p.name == "burstable")
+    import psutil
+
+    assert burstable.processes == {"encoder": [f"{os.getpid()} {psutil.Process().name()}", "999999999 <gone>"]}
+    assert all(not p.processes for p in report.status.pods if p.name != "burstable")
