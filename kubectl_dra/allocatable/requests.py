@@ -134,13 +134,3 @@ def container_dra(entries: Iterable[ClaimEntry], container: str) -> Resources:
                     add_into(total, {resource: amount})
     return total
 
-
-def dra_pod_total(entries: Iterable[ClaimEntry]) -> Resources:
-    """Σ over entries of mapping + perPod + perContainer x |containers| (the flat pod amount)."""
-    total: Resources = {}
-    for entry in entries:
-        for resource in entry.resource_names():
-            amount = entry.pod_total(resource)
-            if amount is not None:
-                add_into(total, {resource: amount})
-    return total

@@ -13,8 +13,7 @@ from typing import Iterable
 from pydantic import Field
 
 from kubectl_dra.allocatable.entries import ClaimEntry
-from kubectl_dra.allocatable.requests import (add_into, aggregate, container_dra, is_hugepages,
-                                              pod_limits, pod_requests)
+from kubectl_dra.allocatable.requests import add_into, container_dra, is_hugepages, pod_limits, pod_requests
 from kubectl_dra.cgroups import formulas as f
 from kubectl_dra.cgroups.options import NodeOptions
 from kubectl_dra.cgroups.paths import container_cgroup, pod_cgroup
@@ -275,7 +274,3 @@ def _container_files(pod: Pod, container: Container, kind: str, pod_path: str, e
                         "Memory QoS: no limit, so node allocatable memory stands in for it")
     return out
 
-
-def spec_aggregate(pod: Pod) -> dict[str, Quantity]:
-    """Σ container requests without DRA or overhead (for explanations)."""
-    return aggregate(pod, lambda c: c.resources.requests)

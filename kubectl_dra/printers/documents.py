@@ -9,7 +9,6 @@ import yaml
 
 from pydantic import BaseModel
 
-API_VERSION = "kubectl-dra.io/v1alpha1"
 _Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
@@ -27,8 +26,3 @@ def to_yaml(result: BaseModel | dict) -> str:
     return yaml.dump(as_document(result), Dumper=_Dumper, sort_keys=False, default_flow_style=False,
                      allow_unicode=True)
 
-
-def resource_name(kind_plural: str, group: str, name: str) -> str:
-    """``-o name`` as kubectl prints it: ``resourceclaim.resource.k8s.io/gpu-claim``."""
-    singular = kind_plural[:-1] if kind_plural.endswith("s") else kind_plural
-    return f"{singular}.{group}/{name}" if group else f"{singular}/{name}"
