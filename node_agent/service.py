@@ -57,8 +57,9 @@ def run_scan_once(kube, node_flags: dict, node: str, cgroup_root: str, sys_root:
     elif output_format == "yaml":
         env.write(to_yaml(report))
     else:
-        env.write(divergence_table([report], no_headers=no_headers, wide=output_format == "wide",
-                                   style=Style(env.use_color)))
+        if report.status.cgroup_version == "v2":  # otherwise every pod would repeat the same reason
+            env.write(divergence_table([report], no_headers=no_headers, wide=output_format == "wide",
+                                       style=Style(env.use_color)))
         env.write(summary_line([report]) + "\n")
     if report.status.message:
         env.error(f"error: {report.status.message}")
