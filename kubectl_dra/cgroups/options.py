@@ -90,6 +90,8 @@ def from_node(node) -> dict[str, object]:
                 continue
     if sizes:
         detected["hugepage_sizes"] = sorted(set(sizes))
+    if "memory" in node.status.allocatable:  # Memory QoS: memory.high of containers without a limit
+        detected["node_allocatable_memory"] = node.status.allocatable["memory"].value()
     version = _minor(node.status.node_info.kubelet_version)
     if version is not None and version < 37:
         detected["kubelet_dra"] = False  # 1.36 kubelets account DRA for admission only

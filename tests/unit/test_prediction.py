@@ -359,3 +359,10 @@ def test_property_pod_limit_covers_every_container_and_dra_keeps_qos(pod):
             assert c.files["memory.max"] != "max" and int(c.files["memory.max"]) <= int(pod_mem)
         assert c.files["cpu.weight"] == next(x for x in without.containers if x.name == c.name).files["cpu.weight"]
     assert pod_limits(pod, entries_of(pod)).keys() >= pod_limits(pod).keys()
+
+
+def test_memory_qos_without_a_limit_uses_node_allocatable():
+    pod = spec_pod([ctr("c", {"cpu": "1", "memory": "1Gi"})])
+    assert "memory.high" not in container_files(pod, "c", memory_qos="legacy")
+    files = container_files(pod, "c", memory_qos="legacy", node_allocatable_memory=11 * GI)
+    assert files["memory.high"] == str((GI + int(Q("0.9").as_fraction() * 10 * GI)) // 4096 * 4096)
