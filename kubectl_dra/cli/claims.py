@@ -53,7 +53,7 @@ def claims(ctx: click.Context, kube, output, selector: str | None, only_findings
     opened = open_source(kube)
     detailed = output.format in ("wide", "json", "yaml") or only_findings
     requests = [ReadRequest(ResourceClaim, opened.namespace, label_selector=selector),
-                ReadRequest(Pod, opened.namespace)]
+                ReadRequest(Pod, opened.namespace, keep_raw=False)]
     if detailed:
         requests += [ReadRequest(ResourceSlice), ReadRequest(PodGroup, opened.namespace, required=False)]
     inventory = opened.source.read(requests)

@@ -50,6 +50,7 @@ class LiveSource:
     def __init__(self, session: Session):
         self.session = session
         self._served: ServedVersions | None = None
+        self._continuing = False  # whether the request in flight carried a continue token
 
     @property
     def description(self) -> str:
@@ -80,15 +81,7 @@ class LiveSource:
             return
         api_version = f"{model.GROUP}/{version}" if model.GROUP else version
         try:
-            for raw in self.list_raw(request, api_version):
-                try:
-                    obj = parse_object(raw)
-                except InputError as exc:
-                    inventory.problem(f"skipped invalid object: {exc}", kind=model.KIND)
-                    continue
-                if obj is not None:
-                    inventory.add(obj)
-            inventory.read_kinds.add(model.KIND)
+            objects, problems = self._parsed_list(request, api_version)
         except ApiError as exc:
             if exc.status in (403, 404):
                 verb = "list" if exc.status == 403 else "find"
@@ -96,39 +89,59 @@ class LiveSource:
                                   severity="error" if request.required else "warning")
                 return
             raise
+        for problem in problems:
+            inventory.problem(problem, kind=model.KIND)
+        inventory.extend(objects)
+        inventory.read_kinds.add(model.KIND)
 
-    def list_raw(self, request: ReadRequest, api_version: str) -> Iterator[dict]:
-        """Every object of one kind, page by page; a list whose continue token expired restarts."""
+    def _parsed_list(self, request: ReadRequest, api_version: str) -> tuple[list, list[str]]:
+        """Every object of one kind, parsed page by page (so a page's dicts can go as soon as it is
+        parsed); a list whose continue token expired starts over, dropping what it had."""
+        restarts = 0
+        while True:
+            objects, problems = [], []
+            pages = self.pages(request, api_version)
+            try:
+                for items in pages:
+                    for raw in items:
+                        try:
+                            obj = parse_object(raw, request.keep_raw)
+                        except InputError as exc:
+                            problems.append(f"skipped invalid object: {exc}")
+                            continue
+                        if obj is not None:
+                            objects.append(obj)
+                return objects, problems
+            except ApiError as exc:
+                if exc.status == 410 and self._continuing and restarts < MAX_LIST_RESTARTS:
+                    restarts += 1  # the snapshot behind the token expired: list again from the start
+                    continue
+                raise
+
+    def pages(self, request: ReadRequest, api_version: str) -> Iterator[list[dict]]:
+        """The items of one kind, one page (``limit`` 500) at a time, following ``continue``."""
         model = request.model
         base = "/api/" + api_version if not model.GROUP else "/apis/" + api_version
         if model.NAMESPACED and request.namespace:
             path = f"{base}/namespaces/{request.namespace}/{model.PLURAL}"
         else:
             path = f"{base}/{model.PLURAL}"
-        restarts = 0
+        token = None
         while True:
-            token, seen = None, []
-            try:
-                while True:
-                    query = [("limit", str(PAGE_SIZE))]
-                    if request.label_selector:
-                        query.append(("labelSelector", request.label_selector))
-                    if request.field_selector:
-                        query.append(("fieldSelector", request.field_selector))
-                    if token:
-                        query.append(("continue", token))
-                    page = self.session.get(path, query)
-                    for item in page.get("items") or []:
-                        if isinstance(item, dict):
-                            item.setdefault("apiVersion", api_version)
-                            item.setdefault("kind", model.KIND)
-                            seen.append(item)
-                    token = (page.get("metadata") or {}).get("continue")
-                    if not token:
-                        yield from seen
-                        return
-            except ApiError as exc:
-                if exc.status == 410 and token and restarts < MAX_LIST_RESTARTS:
-                    restarts += 1  # the snapshot behind the token expired: list again from the start
-                    continue
-                raise
+            query = [("limit", str(PAGE_SIZE))]
+            if request.label_selector:
+                query.append(("labelSelector", request.label_selector))
+            if request.field_selector:
+                query.append(("fieldSelector", request.field_selector))
+            if token:
+                query.append(("continue", token))
+            self._continuing = bool(token)
+            page = self.session.get(path, query)
+            items = [item for item in page.get("items") or [] if isinstance(item, dict)]
+            for item in items:
+                item.setdefault("apiVersion", api_version)
+                item.setdefault("kind", model.KIND)
+            yield items
+            token = (page.get("metadata") or {}).get("continue")
+            if not token:
+                return

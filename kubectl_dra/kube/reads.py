@@ -14,6 +14,7 @@ class ReadRequest:
     label_selector: str | None = None
     field_selector: str | None = None
     required: bool = True  # False: a cluster without this API is normal (e.g. Karpenter kinds)
+    keep_raw: bool = True  # False: drop the server's dicts once parsed (lists of 100,000 pods)
 
     @property
     def resource(self) -> str:

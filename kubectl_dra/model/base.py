@@ -95,9 +95,10 @@ class KubeObject(View):
     _raw: dict = PrivateAttr(default_factory=dict)
 
     @classmethod
-    def from_raw(cls, raw: dict) -> "KubeObject":
+    def from_raw(cls, raw: dict, keep_raw: bool = True) -> "KubeObject":
         obj = cls.model_validate(cls.normalize(raw))
-        obj._raw = raw
+        if keep_raw:
+            obj._raw = raw
         return obj
 
     @classmethod

@@ -65,7 +65,7 @@ def describe(raw: dict) -> str:
     return f"{raw.get('kind') or '<no kind>'} {ns + '/' if ns else ''}{name}"
 
 
-def parse_object(raw: dict) -> KubeObject | dict | None:
+def parse_object(raw: dict, keep_raw: bool = True) -> KubeObject | dict | None:
     """Turn one raw object into its view.
 
     Returns ``None`` for kinds this tool does not read (they are ignored, as DESIGN §4.1 says),
@@ -90,6 +90,6 @@ def parse_object(raw: dict) -> KubeObject | dict | None:
         known = ", ".join(f"{group + '/' if group else ''}{v}" for v in model.VERSIONS)
         raise InputError(f"{describe(raw)}: unknown API version {api_version} (this tool reads {known})")
     try:
-        return model.from_raw(raw)
+        return model.from_raw(raw, keep_raw)
     except ValidationError as exc:
         raise InputError(f"{describe(raw)}: {format_validation_error(exc)}") from None
