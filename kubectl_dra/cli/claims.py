@@ -59,11 +59,13 @@ def claims(ctx: click.Context, kube, output, selector: str | None, only_findings
     inventory = opened.source.read(requests)
     result = list_claims(inventory, detailed=detailed, only_findings=only_findings, sort_by=sort_by)
     show_namespace = opened.namespace is None
-    emit(env, result, output,
-         text=lambda: claim_table(result, now=env.now(), all_namespaces=show_namespace, wide=output.wide,
-                                  no_headers=output.no_headers, style=Style(env.use_color)),
-         names=lambda: claim_names(result))
-    if not result.items and output.format in ("table", "wide") and not inventory.problems:
+    empty_table = not result.items and output.format in ("table", "wide")
+    if not empty_table:  # kubectl prints no header above nothing
+        emit(env, result, output,
+             text=lambda: claim_table(result, now=env.now(), all_namespaces=show_namespace, wide=output.wide,
+                                      no_headers=output.no_headers, style=Style(env.use_color)),
+             names=lambda: claim_names(result))
+    if empty_table and not inventory.problems:
         where = "in any namespace" if show_namespace else f"in namespace {opened.namespace}"
         env.error(f"No resources found {where}.")
     ctx.exit(report_problems(env, inventory))

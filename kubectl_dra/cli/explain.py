@@ -189,7 +189,7 @@ def node(ctx: click.Context, kube, output, catalog, feature_gate, name: str) -> 
     found, first = fetch_named(env, opened, Node, None, name)
     inventory, types = read_overlay_inputs(opened, catalog, [
         ReadRequest(ResourceSlice, field_selector=f"spec.nodeName={name}"), ReadRequest(ResourceClaim),
-        ReadRequest(Pod, None, field_selector=f"spec.nodeName={name}")])
+        ReadRequest(Pod, None, field_selector=f"spec.nodeName={name}")], require_overlays=False)
     inventory.add(found)
     inventory.problems[:0] = first.problems
     gate = {"on": True, "off": False, "unknown": None}[feature_gate]

@@ -21,8 +21,10 @@ def catalog_option(command):
     return command
 
 
-def read_overlay_inputs(opened, catalog: Path | None, extra_requests=()):
-    """Overlays, NodePools, NodeClaims, Nodes (+ extra kinds), and the instance types to evaluate."""
+def read_overlay_inputs(opened, catalog: Path | None, extra_requests=(), *, require_overlays: bool = True):
+    """Overlays, NodePools, NodeClaims, Nodes (+ extra kinds), and the instance types to evaluate.
+
+    Without Karpenter, ``overlays`` has nothing to say (an error); ``explain node`` goes on without."""
     from kubectl_dra.errors import InputError
     from kubectl_dra.kube.reads import ReadRequest
     from kubectl_dra.kube.snapshot import read_documents
@@ -30,9 +32,16 @@ def read_overlay_inputs(opened, catalog: Path | None, extra_requests=()):
     from kubectl_dra.model.node import Node
     from kubectl_dra.overlays.catalog import from_catalog, infer_from_cluster
 
-    inventory = opened.source.read([ReadRequest(NodeOverlay), ReadRequest(NodePool),
+    inventory = opened.source.read([ReadRequest(NodeOverlay, required=require_overlays),
+                                    ReadRequest(NodePool, required=require_overlays),
                                     ReadRequest(NodeClaim, required=False), ReadRequest(Node, required=False),
                                     *extra_requests])
+    if require_overlays and "NodeOverlay" not in inventory.read_kinds:
+        from kubectl_dra.errors import NotFoundError
+
+        reason = next((p.message for p in inventory.problems if p.kind == "NodeOverlay"), "")
+        raise NotFoundError(f"no NodeOverlays to explain: {reason or 'they could not be read'} "
+                            "(is Karpenter installed, with the NodeOverlay CRD?)")
     documents = list(inventory.documents.get("InstanceTypeCatalog", []))
     if catalog is not None:
         documents = [d for d in read_documents(catalog) if isinstance(d, dict)
