@@ -123,6 +123,11 @@ def pod_limits(pod: Pod, entries: Iterable[ClaimEntry] = (), *, include_overhead
     return result
 
 
+def difference(with_dra: Mapping[str, Quantity], spec: Mapping[str, Quantity]) -> Resources:
+    """The part of ``with_dra`` that ``spec`` lacks, per resource (what DRA adds)."""
+    return {k: v - spec[k] if k in spec else v for k, v in with_dra.items() if v != spec.get(k)}
+
+
 def container_dra(entries: Iterable[ClaimEntry], container: str) -> Resources:
     """GetContainerDRAAllocations: Σ over entries listing the container of mapping + perPod + perContainer."""
     total: Resources = {}

@@ -13,7 +13,8 @@ from typing import Iterable
 from pydantic import Field
 
 from kubectl_dra.allocatable.entries import ClaimEntry
-from kubectl_dra.allocatable.requests import add_into, container_dra, is_hugepages, pod_limits, pod_requests
+from kubectl_dra.allocatable.requests import (add_into, container_dra, difference, is_hugepages, pod_limits,
+                                              pod_requests)
 from kubectl_dra.cgroups import formulas as f
 from kubectl_dra.cgroups.options import NodeOptions
 from kubectl_dra.cgroups.paths import container_cgroup, pod_cgroup
@@ -140,8 +141,7 @@ def _pod_files(pod: Pod, qos: str, path: str, entries: list[ClaimEntry], options
     files = CgroupFiles(path=path)
     spec_req, spec_lim = pod_requests(pod), pod_limits(pod)
     req, lim = pod_requests(pod, entries), pod_limits(pod, entries)
-    dra_req = {k: v - spec_req.get(k, Quantity.parse("0")) for k, v in req.items() if v != spec_req.get(k)}
-    dra_lim = {k: v - spec_lim.get(k, Quantity.parse("0")) for k, v in lim.items() if v != spec_lim.get(k)}
+    dra_req, dra_lim = difference(req, spec_req), difference(lim, spec_lim)
     plr = pod.spec.resources
     plr_note = lambda name, kind: " (pod-level resources: DRA not added)" if plr and name in getattr(plr, kind) else ""  # noqa: E731
     cpu_declared, memory_declared = limits_declared(pod)

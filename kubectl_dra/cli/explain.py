@@ -173,7 +173,7 @@ def node(ctx: click.Context, kube, output, catalog, feature_gate, name: str) -> 
       kubectl dra explain node worker-cpu-1 --snapshot examples/cluster -o json
     """
     from kubectl_dra.cli.overlays import read_overlay_inputs
-    from kubectl_dra.cli.runtime import fetch_named, open_source, report_problems
+    from kubectl_dra.cli.runtime import fetch_named, join_first, open_source, report_problems
     from kubectl_dra.kube.reads import ReadRequest
     from kubectl_dra.model.node import Node
     from kubectl_dra.model.pod import Pod
@@ -190,9 +190,7 @@ def node(ctx: click.Context, kube, output, catalog, feature_gate, name: str) -> 
     inventory, types = read_overlay_inputs(opened, catalog, [
         ReadRequest(ResourceSlice, field_selector=f"spec.nodeName={name}"), ReadRequest(ResourceClaim),
         ReadRequest(Pod, None, field_selector=f"spec.nodeName={name}")], require_overlays=False)
-    inventory.add(found)
-    inventory.problems[:0] = first.problems
-    gate = {"on": True, "off": False, "unknown": None}[feature_gate]
-    result = explain_node(found, inventory, types, gate)
+    join_first(inventory, found, first)
+    result = explain_node(found, inventory, types, feature_gate)
     emit(env, result, output, text=lambda: node_tree(result, Style(env.use_color)))
     ctx.exit(report_problems(env, inventory))

@@ -10,13 +10,16 @@ from kubectl_dra.cli.exitcodes import EPILOG
 from kubectl_dra.cli.options import kube_options, output_options
 
 
+GATE = {"on": True, "off": False, "unknown": None}
+
+
 def catalog_option(command):
     command = click.option("--catalog", metavar="FILE", type=click.Path(path_type=Path),
                            help="InstanceTypeCatalog (YAML/JSON; see the README). Default: a catalog in the "
                                 "snapshot, else instance types inferred from NodeClaims and Nodes (prices unknown).")(
         command)
     command = click.option("--feature-gate", type=click.Choice(["on", "off", "unknown"]), default="unknown",
-                           show_default=True, help="Karpenter's NodeOverlay feature gate (off by default in "
+                           show_default=True, callback=lambda _ctx, _param, value: GATE[value], help="Karpenter's NodeOverlay feature gate (off by default in "
                                                    "Karpenter); unknown evaluates as on.")(command)
     return command
 
@@ -97,8 +100,7 @@ def overlays(ctx: click.Context, kube, output, catalog, feature_gate, nodepools,
     env.color = output.color
     opened = open_source(kube)
     inventory, types = read_overlay_inputs(opened, catalog)
-    gate = {"on": True, "off": False, "unknown": None}[feature_gate]
-    result = evaluate(inventory.all(NodeOverlay), inventory.all(NodePool), types, gate_enabled=gate)
+    result = evaluate(inventory.all(NodeOverlay), inventory.all(NodePool), types, gate_enabled=feature_gate)
     result.problems = [p.message for p in inventory.problems]
     result = filter_result(result, set(nodepools), set(instance_types), set(overlay_names))
     emit(env, result, output, text=lambda: overlay_tables(result, wide=output.wide, no_headers=output.no_headers,

@@ -75,9 +75,13 @@ def fetch_named(env: Environment, opened: Opened, model, namespace: str | None, 
     return found, first
 
 
-def read_around(opened: Opened, found, first: Inventory, requests) -> Inventory:
-    """The rest of what a command needs, joined with the object fetched first."""
-    inventory = opened.source.read(requests)
+def join_first(inventory: Inventory, found, first: Inventory) -> Inventory:
+    """Add the object fetched first (and what went wrong reading it) to the rest of the reads."""
     inventory.add(found)
     inventory.problems[:0] = first.problems
     return inventory
+
+
+def read_around(opened: Opened, found, first: Inventory, requests) -> Inventory:
+    """The rest of what a command needs, joined with the object fetched first."""
+    return join_first(opened.source.read(requests), found, first)

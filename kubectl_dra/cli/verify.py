@@ -131,13 +131,10 @@ def _local(opened, nodes, cgroup_root: str, node_flags: dict):
     import os
     import socket
 
-    from kubectl_dra.kube.reads import ReadRequest
-    from kubectl_dra.model.node import Node
-    from kubectl_dra.model.pod import Pod
     from node_agent.cgroupfs import CgroupFS
     from node_agent.scan import scan
+    from node_agent.service import node_requests
 
     node = nodes[0] if nodes else os.environ.get("NODE_NAME") or socket.gethostname()
-    inventory = opened.source.read([ReadRequest(Pod, None, field_selector=f"spec.nodeName={node}"),
-                                    ReadRequest(Node, field_selector=f"metadata.name={node}", required=False)])
+    inventory = opened.source.read(node_requests(node))
     return [scan(node, inventory, CgroupFS(cgroup_root), node_flags)], inventory

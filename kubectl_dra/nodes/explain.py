@@ -7,16 +7,16 @@ from typing import Any
 from pydantic import Field
 
 from kubectl_dra.allocatable.entries import from_status
-from kubectl_dra.allocatable.requests import add_into, pod_requests
+from kubectl_dra.allocatable.requests import add_into, difference, pod_requests
 from kubectl_dra.document import Document, Finding, Part
 from kubectl_dra.model.inventory import Inventory
 from kubectl_dra.model.karpenter import NodeOverlay, NodePool
 from kubectl_dra.model.node import Node
-from kubectl_dra.model.pod import Pod
 from kubectl_dra.model.resource import ResourceClaim, ResourceSlice
 from kubectl_dra.overlays.engine import evaluate, slices_for_node
 from kubectl_dra.overlays.templates import compare_slices
 from kubectl_dra.quantity import Quantity
+from kubectl_dra.verify.crosscheck import pods_on
 
 NODEPOOL_LABEL = "karpenter.sh/nodepool"
 TYPE_LABEL = "node.kubernetes.io/instance-type"
@@ -97,12 +97,12 @@ def explain_node(node: Node, inventory: Inventory, instance_types, gate_enabled:
                                          allocated_to=holders.get((rs.spec.driver, rs.spec.pool.name, device.name), [])))
         slice_views.append(SliceSummary(name=rs.name, driver=rs.spec.driver, pool=rs.spec.pool.name, devices=devices))
 
-    pods = [p for p in inventory.all(Pod) if p.node_name == node.name and not p.is_done]
+    pods = pods_on(inventory, node.name)
     pod_views, requested, dra_total = [], {}, {}
-    for pod in sorted(pods, key=lambda p: (p.namespace or "", p.name)):
+    for pod in pods:
         entries = [from_status(s) for s in pod.status.node_allocatable_resource_claim_statuses]
         with_dra, spec = pod_requests(pod, entries), pod_requests(pod)
-        dra = {k: v - spec.get(k, Quantity.parse("0")) for k, v in with_dra.items() if v != spec.get(k)}
+        dra = difference(with_dra, spec)
         add_into(requested, with_dra)
         add_into(dra_total, dra)
         pod_views.append(PodOnNode(namespace=pod.namespace or "", name=pod.name,
@@ -147,9 +147,9 @@ def explain_node(node: Node, inventory: Inventory, instance_types, gate_enabled:
         predicted = slices_for_node(inventory.all(NodeOverlay), inventory.all(NodePool), instance_types,
                                     nodepool=pool, instance_type=itype, node_name=node.name, node_labels=labels,
                                     gate_enabled=gate_enabled)
-        for difference in compare_slices(predicted, slices) if predicted else []:
+        for mismatch in compare_slices(predicted, slices) if predicted else []:
             findings.append(Finding(code="OverlayPredictionMismatch", severity="warning", object=ref,
-                                    message=f"(proposal) predicted ResourceSlices vs published: {difference}"))
+                                    message=f"(proposal) predicted ResourceSlices vs published: {mismatch}"))
     return NodeExplanation(
         node=NodeRef(name=node.name, node_pool=pool, instance_type=itype,
                      zone=labels.get("topology.kubernetes.io/zone"),

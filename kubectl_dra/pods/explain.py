@@ -7,14 +7,13 @@ from typing import Literal
 from pydantic import Field
 
 from kubectl_dra.allocatable.entries import ClaimEntry, compare, compute_entry, from_status, pod_claim_objects
-from kubectl_dra.allocatable.requests import container_dra, pod_requests
+from kubectl_dra.allocatable.requests import container_dra, difference, pod_requests
 from kubectl_dra.cgroups.options import NodeOptions
 from kubectl_dra.cgroups.predict import ContainerCgroup, CgroupFiles, predict_pod
 from kubectl_dra.document import Document, Finding, Part
 from kubectl_dra.model.inventory import Inventory
 from kubectl_dra.model.pod import Pod
 from kubectl_dra.model.resource import ResourceClaim
-from kubectl_dra.quantity import Quantity
 
 
 class PodRef(Part):
@@ -164,8 +163,7 @@ def explain_pod(pod: Pod, inventory: Inventory, options: NodeOptions,
     with_dra, spec = pod_requests(pod, status_entries), pod_requests(pod)
     scheduler = SchedulerView(
         requests={k: str(v) for k, v in sorted(with_dra.items())},
-        dra={k: str(v - spec.get(k, Quantity.parse("0"))) for k, v in sorted(with_dra.items())
-             if v != spec.get(k)})
+        dra={k: str(v) for k, v in sorted(difference(with_dra, spec).items())})
     return PodExplanation(
         pod=PodRef(namespace=pod.namespace or "", name=pod.name, uid=pod.uid, node=pod.node_name,
                    qos_class=prediction.qos_class, phase=pod.status.phase or None),
