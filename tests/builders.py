@@ -37,7 +37,7 @@ def pod(name: str, namespace: str = "ml", *, node: str | None = "worker-1", clai
     if owner:
         meta["ownerReferences"] = [{"apiVersion": owner[0], "kind": owner[1], "name": owner[2],
                                     "uid": uid(f"{owner[1]}/{namespace}/{owner[2]}"), "controller": True}]
-    status: dict = {"phase": phase, "qosClass": "BestEffort"}
+    status: dict = {"phase": phase}  # no qosClass: it follows whatever resources a test gives the containers
     if generated:
         status["resourceClaimStatuses"] = [{"name": k, "resourceClaimName": v} for k, v in generated.items()]
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": status}

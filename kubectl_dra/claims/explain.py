@@ -7,6 +7,7 @@ from typing import Any
 from pydantic import Field
 
 from kubectl_dra.allocatable.devices import mapped_amounts
+from kubectl_dra.allocatable.entries import unknown_inputs
 from kubectl_dra.claims.findings import claim_findings
 from kubectl_dra.claims.reservations import ConsumerView, ReservationView, consumers, resolve
 from kubectl_dra.document import Document, Finding, Part
@@ -43,6 +44,7 @@ class DeviceView(Part):
     device_class_found: bool | None = None  # None when DeviceClasses were not read
     conditions: list[dict[str, str]] = Field(default_factory=list)
     network_data: dict[str, Any] | None = None
+    invalid_fields: list[str] = Field(default_factory=list)  # of the device in its slice: what they feed is unknown
 
 
 class ClaimExplanation(Document):
@@ -67,7 +69,8 @@ def _request_class(claim: ResourceClaim, request: str) -> tuple[str | None, str 
     return (spec.exactly.device_class_name if spec.exactly else None), None
 
 
-def _device_view(claim: ResourceClaim, result: DeviceRequestAllocationResult, inventory: Inventory) -> DeviceView:
+def _device_view(claim: ResourceClaim, result: DeviceRequestAllocationResult, inventory: Inventory,
+                 amounts_unknown: bool) -> DeviceView:
     rs, device = inventory.slice_device(result.driver, result.pool, result.device)
     class_name, subrequest = _request_class(claim, result.request)
     status = next((d for d in claim.status.devices
@@ -88,9 +91,11 @@ def _device_view(claim: ResourceClaim, result: DeviceRequestAllocationResult, in
         if status and status.network_data else None,
     )
     if device is not None:
+        view.invalid_fields = rs.device_invalid(device)
         view.attributes = {k: a.value for k, a in device.attributes.items()}
         view.capacity = {k: str(c.value) for k, c in device.capacity.items()}
-        view.node_allocatable = {k: str(v) for k, v in mapped_amounts(device, result).items()}
+        if not amounts_unknown:
+            view.node_allocatable = {k: str(v) for k, v in mapped_amounts(device, result).items()}
         view.node_allocatable_overhead = {
             k: {name: str(q) for name, q in (("perPod", e.overhead.per_pod), ("perContainer", e.overhead.per_container))
                 if q is not None}
@@ -101,7 +106,8 @@ def _device_view(claim: ResourceClaim, result: DeviceRequestAllocationResult, in
 
 def explain_claim(claim: ResourceClaim, inventory: Inventory) -> ClaimExplanation:
     results = claim.status.allocation.devices.results if claim.status.allocation else []
-    devices = [_device_view(claim, r, inventory) for r in results]
+    amounts_unknown = bool(unknown_inputs(claim, inventory))
+    devices = [_device_view(claim, r, inventory, amounts_unknown) for r in results]
     reservations = [resolve(ref, claim, inventory) for ref in claim.status.reserved_for]
     users = consumers(claim, inventory)
     deletion = claim.metadata.deletion_timestamp

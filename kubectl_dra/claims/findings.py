@@ -27,6 +27,15 @@ def _stale_reason(view: "ReservationView") -> str | None:
     return None
 
 
+def where_missing(inventory: Inventory, driver: str, pool: str, device: str) -> str:
+    """Where an allocated device that no current slice lists went: an outdated generation, or nowhere."""
+    outdated = inventory.outdated_generation(driver, pool, device)
+    if outdated:
+        return (f"only in an outdated generation ({outdated[0]}) of pool {pool}, whose current generation "
+                f"{outdated[1]} no longer lists it")
+    return "in no ResourceSlice"
+
+
 def claim_findings(claim: ResourceClaim, devices: list["DeviceView"], reservations: list["ReservationView"],
                    users: list["ConsumerView"], inventory: Inventory) -> list[Finding]:
     found: list[Finding] = []
@@ -45,20 +54,23 @@ def claim_findings(claim: ResourceClaim, devices: list["DeviceView"], reservatio
                     f"reservedFor entry pod/{view.name}: {reason}. The resourceclaim controller in "
                     "kube-controller-manager should remove it; if it stays, check that controller's logs.")
         elif view.resource == "podgroups":
-            if view.resolved == "missing":
+            if view.resolved in ("missing", "uidMismatch"):
                 stale.append(view)
+                why = "no longer exists" if view.resolved == "missing" else \
+                    f"was replaced: the entry holds uid {view.uid}, the PodGroup now has another uid"
                 add("StaleReservation", "warning",
-                    f"reservedFor entry podgroup/{view.name}: the PodGroup no longer exists. The scheduler "
-                    "or kube-controller-manager should drop it.")
+                    f"reservedFor entry podgroup/{view.name}: the PodGroup {why}. The resourceclaim controller "
+                    "in kube-controller-manager should remove it (with DRAWorkloadResourceClaims on; KEP-5729).")
             elif view.deleting:
                 add("PodGroupDeleting", "info",
                     f"PodGroup {view.name} is being deleted; its reservation (and the devices) are released "
                     f"once its {len(view.pods)} member pod(s) have finished.")
-        elif view.resolved == "missing":
+        elif view.resolved in ("missing", "uidMismatch"):
             stale.append(view)
+            why = "no longer exists" if view.resolved == "missing" else "was replaced (another uid)"
             add("StaleReservation", "warning",
-                f"reservedFor entry {view.resource}/{view.name}: the object no longer exists; the controller "
-                "that added it should remove it.")
+                f"reservedFor entry {view.resource}/{view.name}: the object {why}; the controller that added "
+                "it should remove it (kube-controller-manager keeps entries of kinds it does not know).")
 
     if claim.allocated and reservations and len(stale) == len(reservations):
         add("DeallocationBlocked", "error",
@@ -90,8 +102,9 @@ def claim_findings(claim: ResourceClaim, devices: list["DeviceView"], reservatio
 
     for device in devices:
         if not device.found and "ResourceSlice" in inventory.read_kinds:
+            where = where_missing(inventory, device.driver, device.pool, device.device)
             add("AllocatedDeviceMissing", "error",
-                f"allocated device {device.driver}/{device.pool}/{device.device} is in no ResourceSlice: the "
+                f"allocated device {device.driver}/{device.pool}/{device.device} is {where}: the "
                 "driver stopped publishing it or the node is gone. Pods using it cannot start; delete and "
                 "recreate the claim (or its pods) to allocate again.")
 

@@ -1,8 +1,8 @@
 """Resolving ``status.reservedFor`` entries and finding a claim's consumers.
 
-Pods are matched by UID (a pod with the same name and another UID is a replacement, and the
-entry is stale); PodGroups by name within the claim's namespace, as ``IsReservedForPod`` does;
-other references (workload objects, KEP-5194's proposal) by resource and name.
+Every entry is looked up by name in the claim's namespace and then compared by UID, as the
+resourceclaim controller does: a pod or PodGroup with the same name and another UID is a
+replacement, and the entry is stale. Other references (workload objects) by resource and name.
 """
 
 from __future__ import annotations
@@ -67,15 +67,13 @@ def resolve(ref: ResourceClaimConsumerReference, claim: ResourceClaim, inventory
     if ref.is_pod:
         if "Pod" not in inventory.read_kinds:
             return ReservationView(**base, resolved="unknown")
-        pod = inventory.by_uid(ref.uid)
-        if isinstance(pod, Pod):
-            return ReservationView(**base, resolved="done" if pod.is_done else "exists",
-                                   pods=[pod.key], node=pod.node_name,
-                                   deleting=pod.metadata.deletion_timestamp is not None)
-        same_name = inventory.get(Pod, ns, ref.name)
-        if same_name is not None:
-            return ReservationView(**base, resolved="uidMismatch", pods=[same_name.key], node=same_name.node_name)
-        return ReservationView(**base, resolved="missing")
+        pod = inventory.get(Pod, ns, ref.name)
+        if pod is None:
+            return ReservationView(**base, resolved="missing")
+        if ref.uid and pod.uid != ref.uid:
+            return ReservationView(**base, resolved="uidMismatch", pods=[pod.key], node=pod.node_name)
+        return ReservationView(**base, resolved="done" if pod.is_done else "exists", pods=[pod.key],
+                               node=pod.node_name, deleting=pod.metadata.deletion_timestamp is not None)
     if ref.is_pod_group:
         if "PodGroup" not in inventory.read_kinds:
             return ReservationView(**base, resolved="unknown")

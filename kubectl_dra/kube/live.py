@@ -13,7 +13,7 @@ from kubectl_dra.gcpause import gc_paused
 from kubectl_dra.kube.client import Session
 from kubectl_dra.kube.reads import ReadRequest
 from kubectl_dra.model.inventory import Inventory
-from kubectl_dra.model.registry import parse_object
+from kubectl_dra.model.registry import invalid_field_problems, parse_object
 
 PAGE_SIZE = 500  # kubectl's --chunk-size default
 MAX_LIST_RESTARTS = 3
@@ -111,6 +111,8 @@ class LiveSource:
                             continue
                         if obj is not None:
                             objects.append(obj)
+                            if obj.invalid_fields:
+                                problems.extend(invalid_field_problems(obj))
                 return objects, problems
             except ApiError as exc:
                 if exc.status == 410 and self._continuing and restarts < MAX_LIST_RESTARTS:

@@ -19,7 +19,7 @@ from kubectl_dra.kube.reads import ReadRequest
 from kubectl_dra.kube.selectors import field_matcher, label_matcher
 from kubectl_dra.model.base import KubeObject
 from kubectl_dra.model.inventory import Inventory
-from kubectl_dra.model.registry import parse_object
+from kubectl_dra.model.registry import invalid_field_problems, parse_object
 
 SUFFIXES = (".yaml", ".yml", ".json")
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -83,6 +83,9 @@ def load_snapshot(path: Path) -> Inventory:
                     continue
                 if obj is not None:
                     inventory.add(obj)
+                    if not isinstance(obj, dict) and obj.invalid_fields:
+                        for problem in invalid_field_problems(obj):
+                            inventory.problem(f"{file}: {problem}", kind=obj.KIND)
     return inventory
 
 

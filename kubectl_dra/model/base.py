@@ -3,14 +3,19 @@
 The model is a *view*: it names only the fields this tool reasons about and ignores the rest, so
 objects from newer servers (extra fields) still load. The original dict is kept on every
 top-level object so ``-o yaml`` can pass it through unchanged.
+
+One bad field is not a missing object: a value that does not validate is dropped, the object is
+kept, and the field's path is recorded (:attr:`KubeObject.invalid_fields`), so whatever is computed
+from it can say "unknown" instead of calling a live pod gone.
 """
 
 from __future__ import annotations
 
+import copy
 from datetime import datetime
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any, ClassVar, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, PlainValidator, PrivateAttr
+from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, PlainValidator, PrivateAttr, ValidationError
 from pydantic.alias_generators import to_camel
 
 from kubectl_dra.quantity import Quantity
@@ -79,6 +84,40 @@ class Condition(View):
     last_transition_time: datetime | None = None
 
 
+class InvalidField(NamedTuple):
+    path: str  # spec.containers[0].resources.requests.cpu
+    reason: str
+
+
+MAX_REPAIRS = 8  # rounds of dropping invalid values before an object is given up
+
+
+def field_path(loc: tuple) -> str:
+    """A pydantic error location as a user would look it up: ``spec.containers[0].name``."""
+    path = ""
+    for part in loc:
+        path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
+    return path
+
+
+def _drop(data: Any, loc: tuple) -> bool:
+    """Remove the value at ``loc`` (or the deepest container on the way that holds it)."""
+    parents = []
+    node = data
+    for part in loc:
+        if isinstance(node, dict) and part in node or isinstance(node, list) and isinstance(part, int) \
+                and 0 <= part < len(node):
+            parents.append((node, part))
+            node = node[part]
+        else:
+            break
+    if not parents:
+        return False
+    container, key = parents[-1]
+    del container[key]
+    return True
+
+
 class KubeObject(View):
     """A top-level API object: what every kind shares, plus the raw dict it came from."""
 
@@ -93,13 +132,49 @@ class KubeObject(View):
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)
 
     _raw: dict = PrivateAttr(default_factory=dict)
+    _invalid: tuple[InvalidField, ...] = PrivateAttr(default=())
 
     @classmethod
     def from_raw(cls, raw: dict, keep_raw: bool = True) -> "KubeObject":
-        obj = cls.model_validate(cls.normalize(raw))
+        """Validate, dropping each value that does not validate (its path is recorded); raises
+        :class:`ValidationError` only when the object cannot be kept (no name, or no repair helps)."""
+        data = cls.normalize(raw)
+        invalid: dict[str, str] = {}  # path -> the first reason (a later round may only say "required")
+        for attempt in range(MAX_REPAIRS + 1):
+            try:
+                obj = cls.model_validate(data)
+                break
+            except ValidationError as exc:
+                if attempt == MAX_REPAIRS:
+                    raise
+                if not invalid:
+                    data = copy.deepcopy(data)  # never edit the caller's dict
+                dropped = False
+                for error in reversed(exc.errors()):  # later list items first: dropping one shifts the rest
+                    loc = tuple(error["loc"])
+                    if loc[:2] == ("metadata", "name") or loc == ("metadata",):
+                        raise  # an object without a name cannot be told apart from others
+                    invalid.setdefault(field_path(loc), error["msg"].removeprefix("Value error, "))
+                    dropped = _drop(data, loc) or dropped
+                if not dropped:
+                    raise
+        if not obj.metadata.name:
+            raise ValidationError.from_exception_data(cls.__name__, [
+                {"type": "missing", "loc": ("metadata", "name"), "input": raw.get("metadata")}])
+        obj._invalid = tuple(InvalidField(path, reason) for path, reason in sorted(invalid.items()))
         if keep_raw:
             obj._raw = raw
         return obj
+
+    @property
+    def invalid_fields(self) -> tuple[InvalidField, ...]:
+        """Fields whose values did not validate and were dropped (empty for a well-formed object)."""
+        return self._invalid
+
+    def invalid_under(self, *prefixes: str) -> list[str]:
+        """Paths of invalid fields at or below any of ``prefixes`` (``spec.devices[2]``)."""
+        return [f.path for f in self._invalid
+                if any(f.path == p or f.path.startswith((p + ".", p + "[")) for p in prefixes)]
 
     @classmethod
     def normalize(cls, raw: dict) -> dict:

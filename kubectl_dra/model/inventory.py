@@ -15,6 +15,7 @@ from pydantic import BaseModel
 from kubectl_dra.model.base import KubeObject
 from kubectl_dra.model.pod import Pod
 from kubectl_dra.model.resource import ResourceClaim, ResourceSlice
+from kubectl_dra.pools.slices import current_generations, pool_key
 
 T = TypeVar("T", bound=KubeObject)
 
@@ -92,13 +93,32 @@ class Inventory:
         return self._cache["pods_by_node"]
 
     def slice_device(self, driver: str, pool: str, device: str):
-        """The ResourceSlice and device an allocation result points at, or (None, None)."""
+        """The ResourceSlice and device an allocation result points at, or (None, None). Only a
+        pool's highest generation counts: a device left only in an outdated slice is gone."""
         if "devices" not in self._cache:
-            self._cache["devices"] = {
-                (rs.spec.driver, rs.spec.pool.name, dev.name): (rs, dev)
-                for rs in self.all(ResourceSlice) for dev in rs.spec.devices
-            }
-        return self._cache["devices"].get((driver, pool, device), (None, None))
+            slices = self.all(ResourceSlice)
+            highest = current_generations(slices)
+            current, outdated = {}, {}
+            for rs in slices:
+                generation = rs.spec.pool.generation
+                target = current if generation == highest[pool_key(rs)] else outdated
+                for dev in rs.spec.devices:
+                    key = (rs.spec.driver, rs.spec.pool.name, dev.name)
+                    if target is current or generation > outdated.get(key, (None, None, -1))[2]:
+                        target[key] = (rs, dev, generation)
+            self._cache["devices"], self._cache["outdated_devices"] = current, outdated
+        found = self._cache["devices"].get((driver, pool, device))
+        return (found[0], found[1]) if found else (None, None)
+
+    def outdated_generation(self, driver: str, pool: str, device: str) -> tuple[int, int] | None:
+        """(generation it was last published in, the pool's current generation) for a device that
+        only an outdated slice still lists."""
+        self.slice_device(driver, pool, device)
+        found = self._cache["outdated_devices"].get((driver, pool, device))
+        if found is None or (driver, pool, device) in self._cache["devices"]:
+            return None
+        highest = current_generations(rs for rs in self.all(ResourceSlice) if pool_key(rs) == (driver, pool))
+        return found[2], highest[(driver, pool)]
 
     def claims(self) -> list[ResourceClaim]:
         return self.all(ResourceClaim)

@@ -151,8 +151,18 @@ class Pod(KubeObject):
 
     @property
     def is_done(self) -> bool:
-        """Succeeded or Failed: the resourceclaim controller drops such pods from reservations."""
-        return self.status.phase in ("Succeeded", "Failed")
+        """The resourceclaim controller's ``isPodDone``: Succeeded or Failed, or deleted before it
+        was ever scheduled. Such pods will not run (again), so their reservations are stale."""
+        return self.status.phase in ("Succeeded", "Failed") or \
+            (self.metadata.deletion_timestamp is not None and not self.spec.node_name)
+
+    RESOURCE_FIELDS: ClassVar[tuple[str, ...]] = ("spec.containers", "spec.initContainers", "spec.resources", "spec.overhead",
+                       "status.nodeAllocatableResourceClaimStatuses")
+
+    def invalid_resource_fields(self) -> list[str]:
+        """Invalid fields that requests, limits and cgroup values are computed from: while any
+        exists, those numbers are unknown (never guessed from what is left)."""
+        return self.invalid_under(*self.RESOURCE_FIELDS)
 
     @property
     def pod_group_name(self) -> str | None:

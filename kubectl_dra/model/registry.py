@@ -7,7 +7,7 @@ from typing import ClassVar
 from pydantic import Field, ValidationError
 
 from kubectl_dra.errors import InputError
-from kubectl_dra.model.base import KubeObject
+from kubectl_dra.model.base import KubeObject, field_path
 from kubectl_dra.model.karpenter import NodeClaim, NodeOverlay, NodePool
 from kubectl_dra.model.node import Node
 from kubectl_dra.model.pod import Pod
@@ -47,9 +47,7 @@ def split_api_version(api_version: str) -> tuple[str, str]:
 def format_validation_error(error: ValidationError) -> str:
     """The first problem as ``path.to[0].field: reason``, the way a user would look it up."""
     first = error.errors()[0]
-    path = ""
-    for part in first["loc"]:
-        path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
+    path = field_path(tuple(first["loc"]))
     message = first["msg"]
     # A quantity parser's own message already quotes the input; pydantic prefixes "Value error, ".
     message = message.removeprefix("Value error, ")
@@ -65,12 +63,19 @@ def describe(raw: dict) -> str:
     return f"{raw.get('kind') or '<no kind>'} {ns + '/' if ns else ''}{name}"
 
 
+def invalid_field_problems(obj: KubeObject) -> list[str]:
+    """One line per dropped field, naming the object and the field (the object itself was kept)."""
+    return [f"{obj.KIND} {obj.key}: {field.path}: {field.reason} (the object is kept; what depends on this "
+            "field is shown as unknown)" for field in obj.invalid_fields]
+
+
 def parse_object(raw: dict, keep_raw: bool = True) -> KubeObject | dict | None:
     """Turn one raw object into its view.
 
     Returns ``None`` for kinds this tool does not read (they are ignored, as DESIGN §4.1 says),
     the raw dict for our own kinds, and raises :class:`InputError` for a known kind in a version
-    we do not know or with fields that do not validate.
+    we do not know or that cannot be kept at all. An object with fields that do not validate is
+    kept with those fields dropped and recorded (see :func:`invalid_field_problems`).
     """
     if not isinstance(raw, dict):
         raise InputError(f"expected an object, found {type(raw).__name__}")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, ClassVar
 
-from pydantic import Field, model_validator
+from pydantic import Field
 
 from kubectl_dra.model.base import Condition, KubeObject, Qty, ResourceList, View
 
@@ -270,19 +270,10 @@ class Device(View):
     node_allocatable_resources: dict[str, NodeAllocatableResource] = Field(default_factory=dict)
     node_allocatable_resource_mappings: dict[str, NodeAllocatableResourceMapping] = Field(default_factory=dict)
     taints: list[dict[str, Any]] = Field(default_factory=list)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _flatten(cls, data: Any) -> Any:
-        """v1beta1 nests everything under ``basic``; old capacities are bare quantities."""
-        if not isinstance(data, dict):
-            return data
-        if isinstance(data.get("basic"), dict):
-            data = {**{k: v for k, v in data.items() if k != "basic"}, **data["basic"]}
-        capacity = data.get("capacity")
-        if isinstance(capacity, dict) and any(not isinstance(v, dict) for v in capacity.values()):
-            data = {**data, "capacity": {k: v if isinstance(v, dict) else {"value": v} for k, v in capacity.items()}}
-        return data
+    # with spec.perDeviceNodeSelection, each device says which nodes reach it
+    node_name: str | None = None
+    node_selector: dict[str, Any] | None = None
+    all_nodes: bool | None = None
 
     @property
     def has_node_allocatable(self) -> bool:
@@ -301,8 +292,21 @@ class ResourceSliceSpec(View):
     node_name: str | None = None
     all_nodes: bool | None = None
     node_selector: dict[str, Any] | None = None
+    per_device_node_selection: bool | None = None
     devices: list[Device] = Field(default_factory=list)
     shared_counters: list[dict[str, Any]] = Field(default_factory=list)
+
+
+def _normalize_device(data: Any) -> Any:
+    """v1beta1 nests everything under ``basic``; old capacities are bare quantities."""
+    if not isinstance(data, dict):
+        return data
+    if isinstance(data.get("basic"), dict):
+        data = {**{k: v for k, v in data.items() if k != "basic"}, **data["basic"]}
+    capacity = data.get("capacity")
+    if isinstance(capacity, dict) and any(not isinstance(v, dict) for v in capacity.values()):
+        data = {**data, "capacity": {k: v if isinstance(v, dict) else {"value": v} for k, v in capacity.items()}}
+    return data
 
 
 class ResourceSlice(KubeObject):
@@ -313,6 +317,22 @@ class ResourceSlice(KubeObject):
     NAMESPACED: ClassVar[bool] = False
 
     spec: ResourceSliceSpec = Field(default_factory=ResourceSliceSpec)
+
+    @classmethod
+    def normalize(cls, raw: dict) -> dict:
+        spec = raw.get("spec")
+        if isinstance(spec, dict) and isinstance(spec.get("devices"), list):
+            raw = {**raw, "spec": {**spec, "devices": [_normalize_device(d) for d in spec["devices"]]}}
+        return raw
+
+    def device_invalid(self, device: "Device") -> list[str]:
+        """Invalid fields of one of this slice's devices (what depends on them is unknown)."""
+        if not self.invalid_fields:
+            return []
+        for index, candidate in enumerate(self.spec.devices):
+            if candidate is device:
+                return self.invalid_under(f"spec.devices[{index}]")
+        return []
 
 
 class DeviceClassSpec(View):

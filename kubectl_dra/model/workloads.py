@@ -1,4 +1,5 @@
-"""Owner kinds that can hold pods (and, per KEP-5194's proposal, claim reservations)."""
+"""Owner kinds that can hold pods: what a reservedFor entry of another kind may point at (never a
+Kubernetes controller; PodGroup reservations are KEP-5729, `DRAWorkloadResourceClaims`)."""
 
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ import pytest
 
 from kubectl_dra.errors import InputError
 from kubectl_dra.model.pod import Pod
-from kubectl_dra.model.registry import parse_object
+from kubectl_dra.model.registry import invalid_field_problems, parse_object
 from kubectl_dra.model.resource import ResourceClaim, ResourceSlice
 from kubectl_dra.model.scheduling import PodGroup
 from kubectl_dra.quantity import Quantity
@@ -152,14 +152,48 @@ def test_unknown_version_of_known_kind_is_an_error_naming_it():
         parse_object(claim("resource.k8s.io/v2", {"name": "gpu"}))
 
 
-def test_invalid_quantity_names_the_field_and_the_value():
+def test_invalid_quantity_keeps_the_object_and_names_the_field():
+    raw = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "d", "uid": "u1"},
+           "spec": {"containers": [{"name": "c", "resources": {"limits": {"memory": "12XB", "cpu": "1"}}}]}}
+    obj = parse_object(raw)
+    assert obj.uid == "u1" and obj.spec.containers[0].name == "c"
+    assert obj.spec.containers[0].resources.limits == {"cpu": Quantity.parse("1")}  # the bad value is dropped
+    assert [f.path for f in obj.invalid_fields] == ["spec.containers[0].resources.limits.memory"]
+    assert '"12XB"' in obj.invalid_fields[0].reason
+    assert obj.invalid_under("spec.containers[0]") == ["spec.containers[0].resources.limits.memory"]
+    assert obj.invalid_under("spec.containers[1]", "status") == []
+    [line] = invalid_field_problems(obj)
+    assert line.startswith("Pod d/p: spec.containers[0].resources.limits.memory: invalid quantity \"12XB\"")
+    assert raw["spec"]["containers"][0]["resources"]["limits"]["memory"] == "12XB"  # the input is not edited
+
+
+def test_repairs_reach_the_enclosing_item_and_keep_indices_apart():
     raw = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "d"},
-           "spec": {"containers": [{"name": "c", "resources": {"limits": {"memory": "12XB"}}}]}}
-    with pytest.raises(InputError) as info:
-        parse_object(raw)
-    message = str(info.value)
-    assert message.startswith("Pod d/p: spec.containers[0].resources.limits.memory:")
-    assert '"12XB"' in message
+           "spec": {"containers": [{"name": "a", "resources": {"requests": {"cpu": "x"}}}, {"image": "no-name"},
+                                   {"name": "c", "resources": {"requests": {"cpu": "y"}}}]}}
+    obj = parse_object(raw)
+    assert [c.name for c in obj.spec.containers] == ["a", "c"]  # the nameless container is dropped whole
+    assert [f.path for f in obj.invalid_fields] == ["spec.containers[0].resources.requests.cpu",
+                                                    "spec.containers[1].name",
+                                                    "spec.containers[2].resources.requests.cpu"]
+
+
+def test_an_object_without_a_name_is_not_kept():
+    with pytest.raises(InputError, match=r"metadata.name"):
+        parse_object({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"namespace": "x"}})
+    with pytest.raises(InputError, match=r"metadata.name"):
+        parse_object({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": 7}})
+
+
+def test_v1beta1_device_errors_point_into_the_flattened_device():
+    raw = {"apiVersion": "resource.k8s.io/v1beta1", "kind": "ResourceSlice", "metadata": {"name": "s"},
+           "spec": {"driver": "d", "pool": {"name": "p"}, "devices": [
+               {"name": "g0", "basic": {"capacity": {"memory": "8x"}}},
+               {"name": "g1", "basic": {"capacity": {"memory": "80Gi"}}}]}}
+    obj = parse_object(raw)
+    g0, g1 = obj.spec.devices
+    assert (g0.name, g0.capacity, g1.capacity["memory"].value) == ("g0", {}, Quantity.parse("80Gi"))
+    assert obj.device_invalid(g0) == ["spec.devices[0].capacity.memory.value"] and obj.device_invalid(g1) == []
 
 
 def test_missing_kind_is_an_error():

@@ -52,10 +52,12 @@ def test_invalid_objects_unknown_versions_and_unknown_kinds(tmp_path):
         bad_quantity, future, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ignored"}},
         pod("fine"), "just a string"]))
     inventory = load_snapshot(tmp_path)
-    assert [p.name for p in inventory.all(Pod)] == ["fine"]
+    assert [p.name for p in inventory.all(Pod)] == ["q", "fine"]  # one bad field is not a missing pod
+    assert [f.path for f in inventory.get(Pod, "ml", "q").invalid_fields] == ["spec.containers[0].resources.limits.memory"]
     messages = [p.message for p in inventory.problems]
     assert len(messages) == 3
     assert 'Pod ml/q: spec.containers[0].resources.limits.memory: invalid quantity "lots"' in messages[0]
+    assert "the object is kept" in messages[0] and inventory.problems[0].severity == "error"
     assert "ResourceClaim ml/future: unknown API version resource.k8s.io/v2" in messages[1]
     assert "expected an object, found str" in messages[2]
 
