@@ -56,4 +56,6 @@ def node_pods(runtime="containerd"):
 
 
 NODE_OBJECT = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": NODE, "uid": "0e0e0e0e-0000-4000-8000-000000000001"},
-               "status": {"nodeInfo": {"containerRuntimeVersion": "containerd://2.1.0", "kubeletVersion": "v1.37.0"}}}
+               "status": {"nodeInfo": {"containerRuntimeVersion": "containerd://2.1.0", "kubeletVersion": "v1.37.0"},
+                          # the kubelet's gate is on (alpha, off by default): it applies DRA to cgroups
+                          "declaredFeatures": ["DRANodeAllocatableResources"]}}

@@ -116,13 +116,34 @@ def _add(target: dict[str, Quantity], resource: str, amount: Quantity | None) ->
         target[resource] = target[resource] + amount if resource in target else amount
 
 
+NODE_ALLOCATABLE_FIELDS = ("nodeAllocatableResources", "nodeAllocatableResourceMappings", "capacity")
+
+
+def unknown_inputs(claim: ResourceClaim, inventory: Inventory) -> list[str]:
+    """Invalid fields the amounts of ``claim`` would be computed from (its allocation results, and
+    the node-allocatable declarations and capacities of its devices): while any exists, the
+    amounts are unknown rather than computed from what is left."""
+    where = [f"{claim.KIND} {claim.key}: {path}" for path in claim.invalid_under("status.allocation")]
+    for result in claim.status.allocation.devices.results if claim.status.allocation else []:
+        rs, device = inventory.slice_device(result.driver, result.pool, result.device)
+        if device is not None:
+            bad = [p for p in rs.device_invalid(device)
+                   if any(f".{name}" in p for name in NODE_ALLOCATABLE_FIELDS)]
+            where += [f"ResourceSlice {rs.name}: {path}" for path in bad]
+    return where
+
+
 def compute_entry(pod: Pod, claim: ResourceClaim, inventory: Inventory,
-                  pod_claim_names: list[str]) -> tuple[ClaimEntry | None, list[Finding]]:
-    """What the scheduler would record for ``claim`` in ``pod``'s status, and what got in the way."""
+                  pod_claim_names: list[str]) -> tuple[ClaimEntry | None, list[Finding], list[str]]:
+    """What the scheduler would record for ``claim`` in ``pod``'s status, what got in the way, and
+    the invalid fields that make it unknown (then no entry and no findings are computed)."""
     findings: list[Finding] = []
     ref = f"resourceclaim/{claim.namespace}/{claim.name}"
     if claim.status.allocation is None:
-        return None, findings
+        return None, findings, []
+    unknown = unknown_inputs(claim, inventory)
+    if unknown:
+        return None, findings, unknown
     mapping: dict[str, Quantity] = {}
     per_pod: dict[str, Quantity] = {}
     per_container: dict[str, Quantity] = {}
@@ -139,14 +160,14 @@ def compute_entry(pod: Pod, claim: ResourceClaim, inventory: Inventory,
                                             "such a ResourceSlice, so the driver and the cluster disagree"))
         _device_amounts(device, result, mapping, per_pod, per_container, resources, findings, ref)
     if not declares:
-        return None, findings
+        return None, findings, []
     containers = _containers(pod, claim, pod_claim_names)
     overhead = {r: Overhead(per_pod=per_pod.get(r), per_container=per_container.get(r))
                 for r in sorted({*per_pod, *per_container})}
     entry = ClaimEntry(name=claim.name, pod_claim_name=pod_claim_names[0] if pod_claim_names else None,
                        containers=containers, mapping=mapping, overhead=overhead, resources=resources,
                        source="computed")
-    return entry, findings
+    return entry, findings, []
 
 
 def _device_amounts(device: Device, result: DeviceRequestAllocationResult, mapping, per_pod, per_container,

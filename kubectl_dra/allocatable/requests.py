@@ -5,10 +5,11 @@ container peaks at its own amount plus the sidecars started before it; the pod t
 Pod-level resources replace the aggregate for cpu, memory and hugepages (DRA is then not added);
 pod overhead comes last (added to limits only where the limit is non-zero).
 
-DRA (KEP-5517, from the recorded claim entries): mapping and perPod are "pod fixed", added once
-after the init/regular max; perContainer is attributed to each listed container before the max
-(a listed name that is no container of the pod is charged as pod fixed). For limits, DRA is added
-only to resources that some container declares a limit for; hugepages always get it.
+DRA (KEP-5517, from the recorded claim entries), as component-helpers v0.37.2 adds it: every
+claim's mapping + perPod + perContainer x (number of listed containers), once, after the
+init/regular max. (A later revision attributes perContainer to init containers inside their
+peak; 1.37 does not, and the scheduler and kubelet of 1.37 agree with this module.) For limits,
+DRA is added only to resources some container declares a limit for; hugepages always get it.
 """
 
 from __future__ import annotations
@@ -63,39 +64,33 @@ def aggregate(pod: Pod, per_container: Callable[[Container], Mapping[str, Quanti
     return result
 
 
-def _dra_split(pod: Pod, entries: Iterable[ClaimEntry]) -> tuple[Resources, dict[str, Resources]]:
-    """(pod-fixed DRA, per-container perContainer DRA) from the kubelet-relevant (1.37) entries."""
-    fixed: Resources = {}
-    per_container: dict[str, Resources] = {}
-    names = {c.name for c in pod.all_containers()}
+def dra_total(entries: Iterable[ClaimEntry]) -> Resources:
+    """``addDRANodeAllocatableClaimResources``: what the claim entries add to the pod, flatly."""
+    total: Resources = {}
     for entry in entries:
-        add_into(fixed, entry.mapping)
+        add_into(total, entry.mapping)
         for resource, overhead in entry.overhead.items():
             if overhead.per_pod is not None:
-                add_into(fixed, {resource: overhead.per_pod})
-            if overhead.per_container is not None:
-                for container in entry.containers:
-                    target = per_container.setdefault(container, {}) if container in names else fixed
-                    add_into(target, {resource: overhead.per_container})
-        add_into(fixed, entry.resources)  # 1.36 entries: counted by that scheduler as a pod total
-    return fixed, per_container
+                add_into(total, {resource: overhead.per_pod})
+            if overhead.per_container is not None and entry.containers:
+                add_into(total, {resource: overhead.per_container * len(entry.containers)})
+        add_into(total, entry.resources)  # 1.36 entries: counted by that scheduler as a pod total
+    return total
+
+
+def _pod_level(pod: Pod, kind: str) -> dict[str, Quantity]:
+    """Pod-level requests or limits, when ``IsPodLevelResourcesSet`` (a supported resource)."""
+    plr = pod.spec.resources
+    if plr is None or not any(is_pod_level_resource(n) for n in (*plr.requests, *plr.limits)):
+        return {}
+    return {n: q for n, q in getattr(plr, kind).items() if is_pod_level_resource(n)}
 
 
 def pod_requests(pod: Pod, entries: Iterable[ClaimEntry] = (), *, include_overhead: bool = True) -> Resources:
     """PodRequests with UseDRANodeAllocatableResourceClaimStatus."""
-    fixed, per_container = _dra_split(pod, entries)
-
-    def requests(container: Container) -> Resources:
-        own = dict(container.resources.requests)
-        add_into(own, per_container.get(container.name, {}))
-        return own
-
-    result = aggregate(pod, requests)
-    add_into(result, fixed)
-    pod_level = pod.spec.resources.requests if pod.spec.resources else {}
-    for name, q in pod_level.items():
-        if is_pod_level_resource(name):
-            result[name] = q
+    result = aggregate(pod, lambda c: c.resources.requests)
+    add_into(result, dra_total(entries))
+    result.update(_pod_level(pod, "requests"))
     if include_overhead:
         add_into(result, pod.spec.overhead)
     return result
@@ -103,19 +98,12 @@ def pod_requests(pod: Pod, entries: Iterable[ClaimEntry] = (), *, include_overhe
 
 def pod_limits(pod: Pod, entries: Iterable[ClaimEntry] = (), *, include_overhead: bool = True) -> Resources:
     """PodLimits with DRA: only declared limits (and hugepages) grow by the DRA amount."""
-    fixed, per_container = _dra_split(pod, entries)
     spec = aggregate(pod, lambda c: c.resources.limits)
-    dra: Resources = dict(fixed)
-    for amounts in per_container.values():
-        add_into(dra, amounts)
     result = dict(spec)
-    for name, q in dra.items():
+    for name, q in dra_total(entries).items():
         if name in spec or is_hugepages(name):
             add_into(result, {name: q})
-    if pod.spec.resources and (pod.spec.resources.requests or pod.spec.resources.limits):
-        for name, q in pod.spec.resources.limits.items():
-            if is_pod_level_resource(name):
-                result[name] = q
+    result.update(_pod_level(pod, "limits"))
     if include_overhead:
         for name, q in pod.spec.overhead.items():
             if name in result and not result[name].is_zero():

@@ -20,12 +20,21 @@ class NodeOptions(Part):
     runtime: Literal["containerd", "crio"] = "containerd"
     weight_formula: Literal["linear", "quadratic"] = "quadratic"  # containers; pods are always linear
     cpu_cfs_period: int = 100000  # µs
+    cpu_cfs_quota: bool = True  # kubelet cpuCFSQuota: false leaves every quota unset
+    cpu_manager_policy: Literal["none", "static"] = "none"
     hugepage_sizes: list[int] = Field(default_factory=lambda: [2 * MI, GI])  # bytes, host page sizes
     kubelet_dra: bool = True
     kubelet_cgroup_root: str = "/"
     memory_qos: Literal["off", "legacy", "tiered"] = "off"
     memory_throttling_factor: str = "0.9"
     node_allocatable_memory: int | None = None  # bytes; memory.high of containers without a limit
+    runtime_hugetlb: bool | None = None  # the runtime applies container hugepage limits; None: its default
+
+    @property
+    def applies_container_hugetlb(self) -> bool:
+        """containerd's CRI ``disable_hugetlb_controller`` is true in every release, so it skips
+        container hugepage limits unless configured; CRI-O applies them whenever it can."""
+        return self.runtime_hugetlb if self.runtime_hugetlb is not None else self.runtime == "crio"
 
     @property
     def throttling(self) -> Fraction:
@@ -92,10 +101,32 @@ def from_node(node) -> dict[str, object]:
         detected["hugepage_sizes"] = sorted(set(sizes))
     if "memory" in node.status.allocatable:  # Memory QoS: memory.high of containers without a limit
         detected["node_allocatable_memory"] = node.status.allocatable["memory"].value()
-    version = _minor(node.status.node_info.kubelet_version)
-    if version is not None and version < 37:
-        detected["kubelet_dra"] = False  # 1.36 kubelets account DRA for admission only
+    dra = kubelet_dra_from_node(node)
+    if dra is not None:
+        detected["kubelet_dra"] = dra[0]
     return detected
+
+
+DRA_FEATURE = "DRANodeAllocatableResources"
+
+
+def kubelet_dra_from_node(node) -> tuple[bool, str] | None:
+    """Whether the node's kubelet applies node-allocatable DRA to cgroups, and how we know.
+
+    ``status.declaredFeatures`` lists DRANodeAllocatableResources exactly when the kubelet's gate
+    is on (KEP-5328; always reported from 1.37, where the gate is alpha and off by default). A 1.36
+    kubelet accounts DRA for admission only."""
+    features = node.status.declared_features
+    version = _minor(node.status.node_info.kubelet_version)
+    if features:
+        on = DRA_FEATURE in features
+        return on, f"node {node.name}: status.declaredFeatures {'lists' if on else 'lacks'} {DRA_FEATURE}"
+    if version is not None and version < 37:
+        return False, f"node {node.name}: kubelet {node.status.node_info.kubelet_version} (1.36 does not apply DRA to cgroups)"
+    if version is not None:
+        return False, (f"node {node.name}: kubelet {node.status.node_info.kubelet_version} declares no features, so not "
+                       f"{DRA_FEATURE}")
+    return None
 
 
 def _minor(version: str) -> int | None:
@@ -104,10 +135,12 @@ def _minor(version: str) -> int | None:
 
 
 def resolve(given: dict[str, object], node=None, observed: dict[str, object] | None = None,
-            observed_source: str = "cgroup tree") -> tuple[NodeOptions, dict[str, str]]:
-    """Flags win, then what the node's cgroup tree shows (agent only), then the Node object, then
-    defaults; returns the options and each one's source."""
+            observed_source: str | dict[str, str] = "cgroup tree") -> tuple[NodeOptions, dict[str, str]]:
+    """Flags win, then what the node itself shows (its cgroup tree and kubelet state; agent only),
+    then the Node object, then defaults; returns the options and where each one came from.
+    ``observed_source`` names the node-side source, per option when it is a dict."""
     detected = from_node(node)
+    dra_reason = kubelet_dra_from_node(node) if node is not None else None
     values: dict[str, object] = {}
     sources: dict[str, str] = {}
     for name, field in NodeOptions.model_fields.items():
@@ -115,9 +148,15 @@ def resolve(given: dict[str, object], node=None, observed: dict[str, object] | N
         if given.get(name) is not None:
             values[name], sources[key] = given[name], "flag"
         elif observed and observed.get(name) is not None:
-            values[name], sources[key] = observed[name], observed_source
+            where = observed_source.get(name, "node") if isinstance(observed_source, dict) else observed_source
+            values[name], sources[key] = observed[name], where
         elif name in detected:
-            values[name], sources[key] = detected[name], f"node {node.name}"
+            values[name] = detected[name]
+            sources[key] = dra_reason[1] if name == "kubelet_dra" and dra_reason else f"node {node.name}"
         else:
             sources[key] = "default"
-    return NodeOptions(**values), sources
+    options = NodeOptions(**values)
+    if options.runtime_hugetlb is None:
+        sources["runtimeHugetlb"] = ("default for CRI-O (applies container hugepage limits)" if options.runtime == "crio"
+                                     else "default for containerd (disable_hugetlb_controller = true)")
+    return options, sources

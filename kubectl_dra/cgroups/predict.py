@@ -18,7 +18,7 @@ from kubectl_dra.allocatable.requests import (add_into, container_dra, differenc
 from kubectl_dra.cgroups import formulas as f
 from kubectl_dra.cgroups.options import NodeOptions
 from kubectl_dra.cgroups.paths import container_cgroup, pod_cgroup
-from kubectl_dra.cgroups.qos import qos_class
+from kubectl_dra.cgroups.qos import pod_level_resources_set, qos_class
 from kubectl_dra.document import Part
 from kubectl_dra.model.pod import Container, Pod
 from kubectl_dra.quantity import Quantity
@@ -41,12 +41,15 @@ class ContainerCgroup(CgroupFiles):
     type: str  # container | init | sidecar
     container_id: str | None = None
     shares: int = 2  # the CRI CpuShares the runtime converts to cpu.weight
+    cri_hugepages: dict[str, str] = Field(default_factory=dict)  # what the kubelet asks for, per hugetlb file
 
 
 class PodCgroups(Part):
     qos_class: str
     pod: CgroupFiles
     containers: list[ContainerCgroup] = Field(default_factory=list)
+    exclusive_cpus: dict[str, str] = Field(default_factory=dict)  # container -> cpuset ("" = policy rule)
+    unknown: str | None = None  # why no value can be predicted (an invalid field of the pod)
 
     def fingerprint(self) -> str:
         """Changes whenever any predicted value or path changes (for stale-report detection)."""
@@ -72,34 +75,46 @@ def hugepage_limits(resources: dict[str, Quantity]) -> dict[int, int]:
 
 
 def limits_declared(pod: Pod) -> tuple[bool, bool]:
-    """(cpu, memory): every container, as PodLimits hands them to the kubelet's callback, has a
-    non-zero limit; a pod-level limit declares it for the whole pod."""
+    """(cpu, memory): every init and regular container has its own non-zero limit (1.37's plain
+    loop in ResourceConfigForPod); a pod-level limit declares it for the whole pod."""
     cpu = memory = True
-
-    def check(limits: dict[str, Quantity]) -> None:
-        nonlocal cpu, memory
+    for container in pod.all_containers():
+        limits = container.resources.limits
         if "cpu" not in limits or limits["cpu"].is_zero():
             cpu = False
         if "memory" not in limits or limits["memory"].is_zero():
             memory = False
-
-    for container in pod.spec.containers:
-        check(container.resources.limits)
-    sidecars: dict[str, Quantity] = {}
-    for container in pod.spec.init_containers:
-        if container.restart_policy == "Always":
-            add_into(sidecars, container.resources.limits)
-            check(dict(sidecars))
-        else:
-            combined = dict(container.resources.limits)
-            add_into(combined, sidecars)
-            check(combined)
-    plr = pod.spec.resources.limits if pod.spec.resources else {}
-    if "cpu" in plr and not plr["cpu"].is_zero():
-        cpu = True
-    if "memory" in plr and not plr["memory"].is_zero():
-        memory = True
+    if pod_level_resources_set(pod):
+        plr = pod.spec.resources.limits
+        if "cpu" in plr and not plr["cpu"].is_zero():
+            cpu = True
+        if "memory" in plr and not plr["memory"].is_zero():
+            memory = True
     return cpu, memory
+
+
+def static_exclusive(pod: Pod) -> list[str]:
+    """Containers the static CPU manager gives exclusive CPUs (``guaranteedCPUs``): a Guaranteed
+    pod without pod-level resources (PodLevelResourceManagers is off by default in 1.37), a whole
+    positive number of CPUs requested. Init containers and sidecars count too."""
+    if qos_class(pod) != "Guaranteed" or pod_level_resources_set(pod):
+        return []
+    names = []
+    for container in pod.all_containers():
+        cpu = container.resources.requests.get("cpu", container.resources.limits.get("cpu"))
+        if cpu is not None and cpu.sign() > 0 and cpu.milli_value() % 1000 == 0:
+            names.append(container.name)
+    return names
+
+
+def exclusive_cpus(pod: Pod, options: NodeOptions, assignments: dict[str, str] | None = None) -> dict[str, str]:
+    """Container -> exclusive cpuset ("" when only the policy says so): the kubelet's state when
+    it was read (``assignments``, from cpu_manager_state), else the static policy's rule."""
+    if assignments is not None:
+        return {name: cpus for name, cpus in assignments.items() if cpus}
+    if options.cpu_manager_policy != "static":
+        return {}
+    return {name: "" for name in static_exclusive(pod)}
 
 
 def _q(amounts: dict[str, Quantity], name: str) -> Quantity | None:
@@ -120,14 +135,48 @@ def _total(amounts: dict[str, Quantity], dra: dict[str, Quantity], name: str) ->
     return str(total)
 
 
-def predict_pod(pod: Pod, entries: Iterable[ClaimEntry], options: NodeOptions) -> PodCgroups:
+def predict_pod(pod: Pod, entries: Iterable[ClaimEntry], options: NodeOptions,
+                exclusive: dict[str, str] | None = None) -> PodCgroups:
+    """``exclusive``: the kubelet's exclusive cpusets of this pod's containers (cpu_manager_state),
+    when known; otherwise the static policy's rule decides (``--cpu-manager-policy``)."""
     kubelet_entries = [e for e in entries if e.generation == "v1.37"] if options.kubelet_dra else []
     qos = qos_class(pod)
     path = pod_cgroup(qos, pod.uid, options.cgroup_driver, options.kubelet_cgroup_root)
-    result = PodCgroups(qos_class=qos, pod=_pod_files(pod, qos, path, kubelet_entries, options))
+    invalid = pod.invalid_resource_fields()
+    if invalid:
+        return PodCgroups(qos_class=qos, pod=CgroupFiles(path=path),
+                          unknown=f"the pod has invalid fields ({', '.join(invalid)}): its cgroup values cannot be "
+                                  "computed")
+    pinned = exclusive_cpus(pod, options, exclusive)
+    result = PodCgroups(qos_class=qos, pod=_pod_files(pod, qos, path, kubelet_entries, options, pinned),
+                        exclusive_cpus=pinned)
     for container, kind in _containers(pod):
-        result.containers.append(_container_files(pod, container, kind, path, kubelet_entries, options))
+        result.containers.append(_container_files(pod, container, kind, path, kubelet_entries, options, pinned))
     return result
+
+
+def _container_hugepages(pod: Pod, limits, plr_limits, dra) -> tuple[dict[int, int], dict[int, str]]:
+    """GetHugepageLimitsFromResources (1.37): the pod-level limit a container inherits, its own limit
+    over it, then DRA: added to an own limit, the whole value where neither limit exists, nothing
+    where only the pod-level limit exists."""
+    pages: dict[int, int] = {}
+    why: dict[int, str] = {}
+    own = hugepage_limits(limits)
+    for size, value in hugepage_limits(plr_limits or {}).items():
+        if size not in own:
+            pages[size], why[size] = value, f"no own limit: pod-level limit {value}"
+    for size, value in own.items():
+        pages[size], why[size] = value, f"limit {value}"
+    plr_sizes = set(hugepage_limits(plr_limits or {}))
+    for size, amount in hugepage_limits({k: v for k, v in dra.items() if is_hugepages(k)}).items():
+        if size in own:
+            pages[size] += amount
+            why[size] += f" + DRA {amount}"
+        elif size not in plr_sizes:
+            pages[size], why[size] = amount, f"no limit: the DRA amount {amount}"
+        else:
+            why[size] += f" (DRA {amount} not added)"
+    return pages, why
 
 
 def _containers(pod: Pod):
@@ -137,7 +186,8 @@ def _containers(pod: Pod):
         yield c, "container"
 
 
-def _pod_files(pod: Pod, qos: str, path: str, entries: list[ClaimEntry], options: NodeOptions) -> CgroupFiles:
+def _pod_files(pod: Pod, qos: str, path: str, entries: list[ClaimEntry], options: NodeOptions,
+               pinned: dict[str, str]) -> CgroupFiles:
     files = CgroupFiles(path=path)
     spec_req, spec_lim = pod_requests(pod), pod_limits(pod)
     req, lim = pod_requests(pod, entries), pod_limits(pod, entries)
@@ -157,7 +207,13 @@ def _pod_files(pod: Pod, qos: str, path: str, entries: list[ClaimEntry], options
                   f"requests {_total(req, dra_req, 'cpu')}{plr_note('cpu', 'requests')} -> shares {shares} "
                   "-> kubelet's linear weight")
 
-    if qos == "Guaranteed" or (qos == "Burstable" and cpu_declared):
+    if (qos == "Guaranteed" or (qos == "Burstable" and cpu_declared)) and not options.cpu_cfs_quota:
+        files.set("cpu.max", f.cpu_max(-1, period), "cpuCFSQuota is false: the kubelet enforces no pod quota")
+    elif (qos == "Guaranteed" or (qos == "Burstable" and cpu_declared)) and pinned:
+        files.set("cpu.max", f.cpu_max(-1, period),
+                  f"exclusive CPUs ({', '.join(sorted(pinned))}): DisableCPUQuotaWithExclusiveCPUs leaves the pod "
+                  "without quota (set when the pod cgroup is created)")
+    elif qos == "Guaranteed" or (qos == "Burstable" and cpu_declared):
         milli = lim["cpu"].milli_value() if "cpu" in lim else 0
         quota = f.milli_cpu_to_quota(milli, period)
         files.set("cpu.max", f.cpu_max(quota, period),
@@ -208,7 +264,7 @@ def _memory_high(request: int, limit: int, options: NodeOptions) -> int:
 
 
 def _container_files(pod: Pod, container: Container, kind: str, pod_path: str, entries: list[ClaimEntry],
-                     options: NodeOptions) -> ContainerCgroup:
+                     options: NodeOptions, pinned: dict[str, str]) -> ContainerCgroup:
     status = pod.container_status(container.name)
     runtime_id = status.runtime_and_id if status else None
     cid = runtime_id[1] if runtime_id else None
@@ -217,21 +273,28 @@ def _container_files(pod: Pod, container: Container, kind: str, pod_path: str, e
     out = ContainerCgroup(name=container.name, type=kind, container_id=cid, path=path)
     requests, limits = container.resources.requests, container.resources.limits
     dra = container_dra(entries, container.name)
-    plr_limits = pod.spec.resources.limits if pod.spec.resources else {}
+    plr_limits = pod.spec.resources.limits if pod_level_resources_set(pod) else None
     period = options.cpu_cfs_period
     formula = f.WEIGHT_FORMULAS[options.weight_formula]
 
-    if "cpu" not in requests and "cpu" in limits:
+    # generateLinuxContainerResources: no cpu request -> the cpu limit without DRA (its own, else the
+    # pod-level one it inherits), so a container under pod-level resources is weighted by the pod limit
+    if "cpu" in requests:
+        shares, source = f.milli_cpu_to_shares(requests["cpu"].milli_value()), f"request {requests['cpu']}"
+    elif "cpu" in limits and not limits["cpu"].is_zero():
         shares, source = f.milli_cpu_to_shares(limits["cpu"].milli_value()), f"no request: limit {limits['cpu']}"
+    elif plr_limits is not None and "cpu" in plr_limits:
+        shares = f.milli_cpu_to_shares(plr_limits["cpu"].milli_value())
+        source = f"no request or limit: the pod-level limit {plr_limits['cpu']} it inherits"
     else:
-        milli = requests["cpu"].milli_value() if "cpu" in requests else 0
-        shares, source = f.milli_cpu_to_shares(milli), f"request {requests.get('cpu', '0')}"
+        shares, source = f.MIN_SHARES, "no request or limit"
     out.shares = shares
     out.set("cpu.weight", str(formula(shares)),
             f"{source} -> shares {shares} -> {options.weight_formula} weight (runtime); DRA never adds cpu shares")
 
     for resource, file in (("cpu", "cpu.max"), ("memory", "memory.max")):
-        own, fallback = limits.get(resource), plr_limits.get(resource)
+        own = limits.get(resource)
+        fallback = plr_limits.get(resource) if plr_limits is not None else None
         if own is not None and not own.is_zero():
             total = own + dra[resource] if resource in dra else own
             reason = f"limit {own}{_dra_note(dra, resource)}"
@@ -241,22 +304,33 @@ def _container_files(pod: Pod, container: Container, kind: str, pod_path: str, e
             total = None
             reason = f"no {resource} limit: unlimited" + (f" (DRA {dra[resource]} ignored)" if resource in dra else "")
         if resource == "cpu":
-            quota = f.milli_cpu_to_quota(total.milli_value(), period) if total is not None else 0
-            out.set(file, f.cpu_max(quota, period), reason + (f" x period {period}us" if quota else ""))
+            if not options.cpu_cfs_quota:
+                out.set(file, f.cpu_max(-1, f.DEFAULT_PERIOD),
+                        "cpuCFSQuota is false: the kubelet sends no quota and the kernel default stays")
+            elif container.name in pinned:
+                cpus = f" {pinned[container.name]}" if pinned[container.name] else ""
+                out.set(file, f.cpu_max(-1, period),
+                        f"exclusive CPUs{cpus} (static CPU manager): DisableCPUQuotaWithExclusiveCPUs sends quota -1")
+            else:
+                quota = f.milli_cpu_to_quota(total.milli_value(), period) if total is not None else 0
+                out.set(file, f.cpu_max(quota, period), reason + (f" x period {period}us" if quota else ""))
         else:
             value = total.value() if total is not None else 0
             out.set(file, str(value) if value > 0 else "max", reason)
 
-    own_pages = hugepage_limits(limits)
-    dra_pages = hugepage_limits({k: v for k, v in dra.items() if is_hugepages(k)})
+    pages, why = _container_hugepages(pod, limits, plr_limits, dra)
     for size in options.hugepage_sizes:
         name = f.hugepage_size_name(size)
-        value = own_pages.get(size, 0) + dra_pages.get(size, 0)
-        reason = f"limit {own_pages.get(size, 0)}" + (f" + DRA {dra_pages[size]}" if size in dra_pages else "") \
-            if value else f"no {name} pages: 0"
+        value = pages.get(size, 0)
+        reason = why.get(size, f"no {name} pages: 0")
+        if not options.applies_container_hugetlb:
+            reason += (" (the runtime does not apply container hugepage limits, so the file reads max: "
+                       "containerd's disable_hugetlb_controller)")
         out.set(f"hugetlb.{name}.max", str(value), reason)
+        out.cri_hugepages[f"hugetlb.{name}.max"] = str(value)
         if options.writes_rsvd:
             out.set(f"hugetlb.{name}.rsvd.max", str(value), "runc writes .rsvd.max with the same value")
+            out.cri_hugepages[f"hugetlb.{name}.rsvd.max"] = str(value)
 
     if options.memory_qos != "off":
         qos = qos_class(pod)

@@ -1,51 +1,64 @@
-"""QoS class from the spec alone (DRA never changes it), as the kubelet computes it."""
+"""QoS class from the spec alone (DRA never changes it), as the kubelet reads it.
+
+``GetPodQOS`` (1.37): the class the API server stored in ``status.qosClass`` wins; otherwise
+``ComputePodQOS``: pod-level resources decide when set, else each container is classified on its
+own (cpu and memory: request == limit != 0 Guaranteed, both zero BestEffort, else Burstable) and
+the pod is Guaranteed or BestEffort only if every container is.
+"""
 
 from __future__ import annotations
 
-from kubectl_dra.model.pod import Container, Pod
+from kubectl_dra.model.pod import Pod, ResourceRequirements
 from kubectl_dra.quantity import Quantity
 
 QOS_RESOURCES = ("cpu", "memory")
+CLASSES = ("Guaranteed", "Burstable", "BestEffort")
+_ZERO = Quantity.parse("0")
 
 
-def effective_requests(container: Container) -> dict[str, Quantity]:
-    """Requests after API defaulting: a resource with a limit and no request requests its limit."""
-    requests = dict(container.resources.requests)
-    for name, limit in container.resources.limits.items():
-        requests.setdefault(name, limit)
-    return requests
+def _requirements_qos(requests: dict[str, Quantity], limits: dict[str, Quantity]) -> str:
+    """``requirementsQOS`` after API defaulting (a limit without a request requests the limit)."""
+    if not requests and not limits:
+        return "BestEffort"
+    found = None
+    for name in QOS_RESOURCES:
+        limit = limits.get(name, _ZERO)
+        request = requests.get(name, limit)
+        if request != limit:
+            return "Burstable"
+        own = "BestEffort" if request.is_zero() else "Guaranteed"
+        if found is not None and own != found:
+            return "Burstable"
+        found = own
+    return found or "BestEffort"
+
+
+def _of(resources: ResourceRequirements) -> str:
+    return _requirements_qos(resources.requests, resources.limits)
+
+
+def pod_level_resources_set(pod: Pod) -> bool:
+    """``IsPodLevelResourcesSet``: a supported resource (cpu, memory, hugepages) at pod level."""
+    plr = pod.spec.resources
+    return plr is not None and any(name in QOS_RESOURCES or name.startswith("hugepages-")
+                                   for name in (*plr.requests, *plr.limits))
+
+
+def compute_qos(pod: Pod) -> str:
+    if pod_level_resources_set(pod):
+        return _of(pod.spec.resources)
+    found = None
+    for container in pod.all_containers():
+        own = _of(container.resources)
+        if own == "Burstable":
+            return own
+        if found is not None and own != found:
+            return "Burstable"
+        found = own
+    return found or "BestEffort"
 
 
 def qos_class(pod: Pod) -> str:
-    """Guaranteed, Burstable or BestEffort (GetPodQOS, pod-level resources first)."""
-    plr = pod.spec.resources
-    if plr is not None and any(k in QOS_RESOURCES for k in (*plr.requests, *plr.limits)):
-        requests = {k: v for k, v in plr.requests.items() if k in QOS_RESOURCES and v.sign() > 0}
-        for k, v in plr.limits.items():  # pod-level requests default to limits too
-            if k in QOS_RESOURCES and v.sign() > 0:
-                requests.setdefault(k, v)
-        limits = {k: v for k, v in plr.limits.items() if k in QOS_RESOURCES and v.sign() > 0}
-        if not requests and not limits:
-            return "BestEffort"
-        guaranteed = set(limits) == set(QOS_RESOURCES) and all(limits.get(k) == v for k, v in requests.items())
-        return "Guaranteed" if guaranteed and len(requests) == len(limits) else "Burstable"
-    requests: dict[str, Quantity] = {}
-    limits: dict[str, Quantity] = {}
-    guaranteed = True
-    for container in pod.all_containers():
-        for name, q in effective_requests(container).items():
-            if name in QOS_RESOURCES and q.sign() > 0:
-                requests[name] = requests[name] + q if name in requests else q
-        found = set()
-        for name, q in container.resources.limits.items():
-            if name in QOS_RESOURCES and q.sign() > 0:
-                found.add(name)
-                limits[name] = limits[name] + q if name in limits else q
-        if not set(QOS_RESOURCES) <= found:
-            guaranteed = False
-    if not requests and not limits:
-        return "BestEffort"
-    if guaranteed and all(name in limits and limits[name] == q for name, q in requests.items()) \
-            and len(requests) == len(limits):
-        return "Guaranteed"
-    return "Burstable"
+    """Guaranteed, Burstable or BestEffort: ``status.qosClass`` when the API server set it."""
+    stored = pod.status.qos_class
+    return stored if stored in CLASSES else compute_qos(pod)

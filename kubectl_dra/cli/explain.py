@@ -187,8 +187,9 @@ def node(ctx: click.Context, kube, output, catalog, feature_gate, name: str) -> 
     env.color = output.color
     opened = open_source(kube)
     found, first = fetch_named(env, opened, Node, None, name)
+    # every slice: a node also reaches slices by nodeSelector, allNodes and per-device selection
     inventory, types = read_overlay_inputs(opened, catalog, [
-        ReadRequest(ResourceSlice, field_selector=f"spec.nodeName={name}"), ReadRequest(ResourceClaim),
+        ReadRequest(ResourceSlice), ReadRequest(ResourceClaim),
         ReadRequest(Pod, None, field_selector=f"spec.nodeName={name}")], require_overlays=False)
     join_first(inventory, found, first)
     result = explain_node(found, inventory, types, feature_gate)

@@ -15,6 +15,7 @@ from kubectl_dra.model.node import Node
 from kubectl_dra.model.resource import ResourceClaim, ResourceSlice
 from kubectl_dra.overlays.engine import evaluate, slices_for_node
 from kubectl_dra.overlays.templates import compare_slices
+from kubectl_dra.pools.slices import for_node
 from kubectl_dra.quantity import Quantity
 from kubectl_dra.verify.crosscheck import pods_on
 
@@ -33,6 +34,16 @@ class SliceSummary(Part):
     driver: str
     pool: str
     devices: list[DeviceSummary] = Field(default_factory=list)
+    reached_by: str = "nodeName"  # nodeName | allNodes | nodeSelector | perDeviceNodeSelection
+
+
+def _reached_by(rs: ResourceSlice, node_name: str) -> str:
+    spec = rs.spec
+    if spec.node_name:
+        return "nodeName"
+    if spec.all_nodes:
+        return "allNodes"
+    return "nodeSelector" if spec.node_selector is not None else "perDeviceNodeSelection"
 
 
 class ClaimOnNode(Part):
@@ -47,6 +58,7 @@ class PodOnNode(Part):
     name: str
     requests: dict[str, str]
     dra: dict[str, str] = Field(default_factory=dict)
+    unknown: str | None = None  # why the requests could not be computed
 
 
 class NodeRef(Part):
@@ -77,16 +89,23 @@ def explain_node(node: Node, inventory: Inventory, instance_types, gate_enabled:
     ref = f"node/{node.name}"
     labels = node.metadata.labels
     pool, itype = labels.get(NODEPOOL_LABEL), labels.get(TYPE_LABEL)
-    claims = [c for c in inventory.all(ResourceClaim) if c.node_name == node.name]
+    reachable = for_node(inventory.all(ResourceSlice), node.name, labels)
+    for problem in reachable.problems:
+        findings.append(Finding(code="NodeSelectionInvalid", severity="warning", object=ref, message=problem))
+    device_ids = {(rs.spec.driver, rs.spec.pool.name, d.name) for rs, d in reachable.devices()}
     holders: dict[tuple[str, str, str], list[str]] = {}
-    for claim in claims:
-        for r in claim.status.allocation.devices.results:
-            holders.setdefault(r.device_id, []).append(claim.key)
-    slices = [s for s in inventory.all(ResourceSlice) if s.spec.node_name == node.name]
+    claims = []
+    for claim in inventory.all(ResourceClaim):
+        results = claim.status.allocation.devices.results if claim.status.allocation else []
+        if claim.node_name == node.name or any(r.device_id in device_ids for r in results):
+            claims.append(claim)
+            for r in results:
+                holders.setdefault(r.device_id, []).append(claim.key)
+    slices = [rs for rs, _ in reachable.slices]
     slice_views = []
-    for rs in sorted(slices, key=lambda s: (s.spec.driver, s.name)):
+    for rs, reached in sorted(reachable.slices, key=lambda item: (item[0].spec.driver, item[0].name)):
         devices = []
-        for device in rs.spec.devices:
+        for device in reached:
             nar = {k: {n: str(q) for n, q in (("capacityKey", e.mapping.capacity_key if e.mapping else None),
                                                ("capacityMultiplier", e.mapping.capacity_multiplier if e.mapping else None),
                                                ("deviceMultiplier", e.mapping.device_multiplier if e.mapping else None),
@@ -95,11 +114,18 @@ def explain_node(node: Node, inventory: Inventory, instance_types, gate_enabled:
                        if q is not None} for k, e in device.node_allocatable_resources.items()}
             devices.append(DeviceSummary(name=device.name, node_allocatable=nar,
                                          allocated_to=holders.get((rs.spec.driver, rs.spec.pool.name, device.name), [])))
-        slice_views.append(SliceSummary(name=rs.name, driver=rs.spec.driver, pool=rs.spec.pool.name, devices=devices))
+        slice_views.append(SliceSummary(name=rs.name, driver=rs.spec.driver, pool=rs.spec.pool.name, devices=devices,
+                                        reached_by=_reached_by(rs, node.name)))
 
     pods = pods_on(inventory, node.name)
-    pod_views, requested, dra_total = [], {}, {}
+    pod_views, requested, dra_total, unknown = [], {}, {}, []
     for pod in pods:
+        invalid = pod.invalid_resource_fields()
+        if invalid:
+            unknown.append(pod.key)
+            pod_views.append(PodOnNode(namespace=pod.namespace or "", name=pod.name, requests={},
+                                       unknown=f"invalid field {', '.join(invalid)}"))
+            continue
         entries = [from_status(s) for s in pod.status.node_allocatable_resource_claim_statuses]
         with_dra, spec = pod_requests(pod, entries), pod_requests(pod)
         dra = difference(with_dra, spec)
@@ -108,6 +134,13 @@ def explain_node(node: Node, inventory: Inventory, instance_types, gate_enabled:
         pod_views.append(PodOnNode(namespace=pod.namespace or "", name=pod.name,
                                    requests={k: str(v) for k, v in sorted(with_dra.items())},
                                    dra={k: str(v) for k, v in sorted(dra.items())}))
+    if pods:  # every pod takes one of the node's pod slots, whatever it requests
+        requested["pods"] = Quantity.parse(str(len(pods)))
+    if unknown:
+        findings.append(Finding(code="PodRequestsUnknown", severity="warning", object=ref,
+                                message=f"the requests of {', '.join(unknown)} are unknown (an invalid field, see "
+                                        "the problems on stderr): the totals below leave them out, so free is an "
+                                        "upper bound"))
     free = {}
     for name, amount in node.status.allocatable.items():
         left = amount - requested.get(name, Quantity.parse("0"))

@@ -10,6 +10,8 @@ from kubectl_dra.allocatable.entries import ClaimEntry, compare, compute_entry, 
 from kubectl_dra.allocatable.requests import container_dra, difference, pod_requests
 from kubectl_dra.cgroups.options import NodeOptions
 from kubectl_dra.cgroups.predict import ContainerCgroup, CgroupFiles, predict_pod
+from kubectl_dra.claims.findings import where_missing
+from kubectl_dra.claims.reservations import is_reserved_for_pod
 from kubectl_dra.document import Document, Finding, Part
 from kubectl_dra.model.inventory import Inventory
 from kubectl_dra.model.pod import Pod
@@ -41,11 +43,14 @@ class ClaimAmounts(Part):
 class SchedulerView(Part):
     requests: dict[str, str] = Field(default_factory=dict)
     dra: dict[str, str] = Field(default_factory=dict)  # the part of requests that DRA adds
+    note: str | None = None  # why requests are empty or unknown (never silently empty)
 
 
 class CgroupsView(Part):
     pod: CgroupFiles
     containers: list[ContainerCgroup] = Field(default_factory=list)
+    exclusive_cpus: dict[str, str] = Field(default_factory=dict)  # container -> cpuset ("" = the policy's rule)
+    unknown: str | None = None  # why no value can be predicted
 
 
 class PodExplanation(Document):
@@ -103,10 +108,15 @@ def explain_pod(pod: Pod, inventory: Inventory, options: NodeOptions,
             if inventory.slice_device(result.driver, result.pool, result.device)[1] is None \
                     and "ResourceSlice" in inventory.read_kinds:
                 add("AllocatedDeviceMissing", "error", f"device {result.driver}/{result.pool}/{result.device} "
-                    f"of claim {name} is in no ResourceSlice; its node-allocatable amounts cannot be recomputed",
-                    f"resourceclaim/{pod.namespace}/{name}")
-        computed, problems = compute_entry(pod, claim, inventory, pod_claim_names)
+                    f"of claim {name} is {where_missing(inventory, result.driver, result.pool, result.device)}; "
+                    "its node-allocatable amounts cannot be recomputed", f"resourceclaim/{pod.namespace}/{name}")
+        _blocking_findings(pod, claim, pod_claim_names, add)
+        computed, problems, unknown = compute_entry(pod, claim, inventory, pod_claim_names)
         findings.extend(problems)
+        if unknown:
+            add("NodeAllocatableUnknown", "warning",
+                f"claim {name}: its node-allocatable amounts cannot be recomputed, because of invalid fields "
+                f"({'; '.join(unknown)}); nothing is concluded from them", f"resourceclaim/{pod.namespace}/{name}")
         if name in recorded:
             entry = recorded[name]
             entry.pod_claim_name = pod_claim_names[0]
@@ -117,7 +127,7 @@ def explain_pod(pod: Pod, inventory: Inventory, options: NodeOptions,
                     add("NodeAllocatableStatusMismatch", "error",
                         f"claim {name}: the pod status does not match the allocated devices: {'; '.join(diffs)}. "
                         "The kubelet enforces the recorded values.")
-            elif "ResourceSlice" in inventory.read_kinds and claim.allocated:
+            elif not unknown and "ResourceSlice" in inventory.read_kinds and claim.allocated:
                 add("NodeAllocatableStatusMismatch", "warning",
                     f"claim {name} has a status entry but none of its allocated devices declares node-allocatable "
                     "resources now")
@@ -153,25 +163,64 @@ def explain_pod(pod: Pod, inventory: Inventory, options: NodeOptions,
     status_entries = list(recorded.values())
     kubelet_entries = [e for e in status_entries if e.generation == "v1.37" and e.name in objects]
     prediction = predict_pod(pod, kubelet_entries, options)
-    _limit_findings(pod, prediction, kubelet_entries, options, add)
-    _pod_level_findings(pod, status_entries, add)
-    if prediction.qos_class == "BestEffort" and any(e.mapping.get("cpu") or e.mapping.get("memory")
-                                                    for e in kubelet_entries):
-        add("DRAOnBestEffortPod", "info", "the pod is BestEffort by its spec; DRA amounts never change QoS, so the "
-            "pod keeps minimum cpu shares and no limits although its claims map cpu or memory")
-
-    with_dra, spec = pod_requests(pod, status_entries), pod_requests(pod)
-    scheduler = SchedulerView(
-        requests={k: str(v) for k, v in sorted(with_dra.items())},
-        dra={k: str(v) for k, v in sorted(difference(with_dra, spec).items())})
+    if prediction.unknown:
+        add("PodValuesUnknown", "warning", f"{prediction.unknown}; fix the object (see the problems on stderr)")
+        scheduler = SchedulerView(note=f"unknown: {prediction.unknown}")
+    else:
+        _limit_findings(pod, prediction, kubelet_entries, options, add)
+        _pod_level_findings(pod, status_entries, add)
+        if prediction.qos_class == "BestEffort" and any(e.mapping.get("cpu") or e.mapping.get("memory")
+                                                        for e in kubelet_entries):
+            add("DRAOnBestEffortPod", "info", "the pod is BestEffort by its spec; DRA amounts never change QoS, so "
+                "the pod keeps minimum cpu shares and no limits although its claims map cpu or memory")
+        with_dra, spec = pod_requests(pod, status_entries), pod_requests(pod)
+        scheduler = SchedulerView(
+            requests={k: str(v) for k, v in sorted(with_dra.items())},
+            dra={k: str(v) for k, v in sorted(difference(with_dra, spec).items())},
+            note=None if with_dra else "nothing: no container requests anything and no claim adds an amount "
+                                       "(the scheduler still counts the pod against the node's pod capacity)")
     return PodExplanation(
         pod=PodRef(namespace=pod.namespace or "", name=pod.name, uid=pod.uid, node=pod.node_name,
                    qos_class=prediction.qos_class, phase=pod.status.phase or None),
         claims=claims, scheduler=scheduler,
-        cgroups=CgroupsView(pod=prediction.pod, containers=prediction.containers),
+        cgroups=CgroupsView(pod=prediction.pod, containers=prediction.containers,
+                            exclusive_cpus=prediction.exclusive_cpus, unknown=prediction.unknown),
         findings=findings, node_options=options, node_options_source=options_source or {},
         problems=[p.message for p in inventory.problems],
     )
+
+
+def _blocking_findings(pod: Pod, claim: ResourceClaim, pod_claim_names: list[str], add) -> None:
+    """What the kubelet checks before it prepares a claim for a pod bound to it (dra manager): the
+    claim belongs to the pod, is reserved for it, and is allocated (on the pod's node)."""
+    if not pod.node_name or pod.is_done:
+        if not claim.allocated and not pod.node_name:
+            add("ClaimNotAllocated", "info", f"claim {claim.name} is not allocated yet: the scheduler allocates it "
+                "when it finds a node for the pod", f"resourceclaim/{pod.namespace}/{claim.name}")
+        return
+    ref = f"resourceclaim/{pod.namespace}/{claim.name}"
+    templated = any(pc.resource_claim_template_name for pc in pod.spec.resource_claims if pc.name in pod_claim_names)
+    owner = claim.metadata.controller()
+    group = pod.pod_group_name
+    if templated and owner is not None and owner.uid != pod.uid and not (
+            owner.kind == "PodGroup" and owner.api_version.startswith("scheduling.k8s.io/") and owner.name == group):
+        add("ClaimNotOwned", "error", f"claim {claim.name} was generated from a template but is owned by "
+            f"{owner.kind.lower()}/{owner.name}, not by this pod or its PodGroup: the kubelet refuses it (\"ResourceClaim "
+            f"{claim.name} was not created for pod {pod.name} (pod is not owner)\")", ref)
+    if not is_reserved_for_pod(claim, pod):
+        add("ReferencedButNotReserved", "error",
+            f"the pod is bound to {pod.node_name} but claim {claim.name} does not list it in reservedFor, so the "
+            f"kubelet stops at \"pod {pod.name} ({pod.uid}) is not allowed to use ResourceClaim {claim.name} "
+            f"({claim.uid})\" and the pod stays in ContainerCreating. The scheduler reserves a claim when it binds "
+            "the pod: a pod bound by something else (spec.nodeName set directly) never gets the reservation. "
+            "Delete the pod and let the scheduler place it.", ref)
+    if not claim.allocated:
+        add("ClaimNotAllocated", "error", f"the pod is bound to {pod.node_name} but claim {claim.name} is not "
+            "allocated: the kubelet cannot prepare it (\"not allocated\"). Pods that skip the scheduler get no "
+            "allocation; delete the pod and let the scheduler place it.", ref)
+    elif claim.node_name and claim.node_name != pod.node_name:
+        add("ClaimOnOtherNode", "error", f"claim {claim.name} is allocated on {claim.node_name}, but the pod is bound "
+            f"to {pod.node_name}: its devices are not there", ref)
 
 
 def _limit_findings(pod: Pod, prediction, entries: list[ClaimEntry], options: NodeOptions, add) -> None:

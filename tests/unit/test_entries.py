@@ -48,7 +48,9 @@ def setup(devices: list[dict], allocated: list[str], *, consumed=None, container
 
 def entry_for(*args, **kwargs):
     p, c, inventory = setup(*args, **kwargs)
-    return compute_entry(p, c, inventory, ["c"])
+    entry, findings, unknown = compute_entry(p, c, inventory, ["c"])
+    assert unknown == []
+    return entry, findings
 
 
 def test_e1_device_multiplier_per_device():

@@ -204,8 +204,11 @@ WALKTHROUGHS = [
     ("W1", W1, (7, 9, 9), {"c1": (2, 9, 9)}),
     ("W2", W2, (None, None, None), {"c1": (0, None, None)}),
     ("W3", W3, (11, 17, 17), {"c1": (2, 9, 9), "c2": (4, 13, 13)}),
-    ("W4", W4, (5, 5, 5), {"c1": (0, 5, 5), "c2": (0, 5, 5)}),
-    ("W5", W5, (8, 15, 15), {"c1": (2, 9, 9), "c2": (4, 13, 13), "sidecar": (0, 15, 15)}),
+    # W4/W5: the KEP text says "min shares" for containers without requests, but 1.37's
+    # generateLinuxContainerResources takes the cpu limit they inherit from the pod level (as the DRA
+    # e2e case "pod-level resources specified, container-level limits omitted" expects): 5 and 15 CPUs
+    ("W4", W4, (5, 5, 5), {"c1": (5, 5, 5), "c2": (5, 5, 5)}),
+    ("W5", W5, (8, 15, 15), {"c1": (2, 9, 9), "c2": (4, 13, 13), "sidecar": (15, 15, 15)}),
     ("W6", W6, (6, 8, 14), {"c1": (2, 3.5, 5.5), "c2": (2, 5.5, 9.5)}),
 ]
 
@@ -303,11 +306,17 @@ def test_sidecar_and_init_aggregation():
     assert pod_requests(pod)["cpu"] == Q("2500m")
 
 
-def test_limits_declared_with_sidecar_cumulative():
-    with_limits = spec_pod([ctr("app", R("1", "1Gi"), R("1", "1Gi"))],
-                           init=[ctr("proxy", R("1", "1Gi"), R("1", "1Gi"), sidecar=True), ctr("setup", R("1", "1Gi"))])
-    # the plain init container has no own limit, but earlier sidecar limits count for it
-    assert pod_files(with_limits)["cpu.max"] == "200000 100000"
+def test_limits_declared_container_by_container():
+    """1.37's ResourceConfigForPod checks every init and regular container's own limit (1.33-1.36
+    counted earlier sidecars' limits for a plain init container; 1.37.2 no longer does)."""
+    after_sidecar = spec_pod([ctr("app", R("1", "1Gi"), R("1", "1Gi"))],
+                             init=[ctr("proxy", R("1", "1Gi"), R("1", "1Gi"), sidecar=True), ctr("setup", R("1", "1Gi"))])
+    assert pod_files(after_sidecar)["cpu.max"] == "max 100000"
+    all_limited = spec_pod([ctr("app", R("1", "1Gi"), R("1", "1Gi"))],
+                           init=[ctr("proxy", R("1", "1Gi"), R("1", "1Gi"), sidecar=True),
+                                 ctr("setup", R("1", "1Gi"), R("2", "1Gi"))])
+    # limits: max(app 1 + proxy 1, setup 2 + the proxy started before it 1) = 3 CPUs
+    assert pod_files(all_limited)["cpu.max"] == "300000 100000"
     without = spec_pod([ctr("app", R("1", "1Gi"), R("1", "1Gi")), ctr("other", R("1", "1Gi"))])
     assert pod_files(without)["cpu.max"] == "max 100000"
 
