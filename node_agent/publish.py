@@ -105,7 +105,7 @@ class Publisher:
             except ApiError as create:
                 if create.status == 404:
                     raise ApiError(f"the NodeEnforcementReport CRD ({PLURAL}.{GROUP}) is not installed: "
-                                   "kubectl apply -f manifests/crd.yaml", status=404) from None
+                                   "kubectl apply -f manifests/agent/crd.yaml", status=404) from None
                 raise
         self.session.request("PATCH", f"{path}/status", body={"status": document["status"]},
                              content_type="application/merge-patch+json")

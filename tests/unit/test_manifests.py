@@ -28,7 +28,7 @@ def documents(path: Path) -> list[dict]:
 
 def all_objects() -> list[tuple[Path, dict]]:
     return [(p, d) for p in sorted(MANIFESTS.rglob("*.yaml")) for d in documents(p)
-            if d.get("kind") != "Kustomization" and not p.name.endswith("-patch.yaml")]
+            if d.get("kind") not in ("Kustomization", "Component")]
 
 
 def by_kind(kind: str, name: str | None = None) -> dict:
@@ -45,8 +45,45 @@ def test_every_manifest_is_a_valid_kubernetes_object(path, doc):
 def test_kustomizations_list_existing_files():
     for kustomization in MANIFESTS.rglob("kustomization.yaml"):
         doc = yaml.safe_load(kustomization.read_text())
-        for entry in doc.get("resources", []) + [p["path"] for p in doc.get("patches", [])]:
+        entries = doc.get("resources", []) + doc.get("components", []) + [p["path"] for p in doc.get("patches", [])
+                                                                            if "path" in p]
+        for entry in entries:
             assert (kustomization.parent / entry).exists(), f"{kustomization}: {entry}"
+            # kustomize refuses a resource directory that contains the kustomization itself (a cycle)
+            assert not kustomization.parent.resolve().is_relative_to((kustomization.parent / entry).resolve()) \
+                or (kustomization.parent / entry).is_file(), f"{kustomization}: {entry} contains it"
+
+
+KUSTOMIZATIONS = sorted(str(p.parent.relative_to(MANIFESTS)) for p in MANIFESTS.rglob("kustomization.yaml")
+                        if yaml.safe_load(p.read_text()).get("kind") != "Component")
+
+
+def rendered(directory: str) -> list[dict]:
+    """``kubectl kustomize`` of one kustomization, as `kubectl apply -k` would apply it."""
+    import shutil
+    import subprocess
+
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:
+        pytest.skip("kubectl is not on PATH")
+    result = subprocess.run([kubectl, "kustomize", str(MANIFESTS / directory)], capture_output=True, text=True,
+                            timeout=60)
+    assert result.returncode == 0, result.stderr
+    return [d for d in yaml.safe_load_all(result.stdout) if d]
+
+
+def rendered_daemonset(directory: str):
+    return k8s.V1DaemonSet.from_dict(next(d for d in rendered(directory) if d["kind"] == "DaemonSet"))
+
+
+@pytest.mark.kubectl
+@pytest.mark.parametrize("directory", KUSTOMIZATIONS)
+def test_every_kustomization_renders_with_kubectl(directory):
+    objects = rendered(directory)
+    kinds = sorted(d["kind"] for d in objects)
+    assert {"CustomResourceDefinition", "DaemonSet", "Namespace", "ServiceAccount"} <= set(kinds)
+    for doc in objects:
+        assert TYPES[(doc["apiVersion"], doc["kind"])].from_dict(doc) is not None
 
 
 def test_daemonset_runs_least_privileged():
@@ -73,12 +110,31 @@ def test_daemonset_runs_least_privileged():
     assert pod.service_account_name == by_kind("ServiceAccount")["metadata"]["name"]
 
 
+@pytest.mark.kubectl
 def test_network_check_overlay_adds_only_what_it_needs():
-    patch = documents(MANIFESTS / "network-check" / "daemonset-patch.yaml")[0]
-    pod = patch["spec"]["template"]["spec"]
-    assert pod["hostPID"] is True
-    assert pod["containers"][0]["securityContext"]["capabilities"]["add"] == ["SYS_ADMIN", "SYS_PTRACE"]
-    assert "--check-network" in pod["containers"][0]["args"]
+    base, ds = rendered_daemonset("."), rendered_daemonset("network-check")
+    pod, agent = ds.spec.template.spec, ds.spec.template.spec.containers[0]
+    assert pod.host_pid is True and pod.security_context.run_as_user == 0
+    assert agent.security_context.capabilities.add == ["SYS_ADMIN", "SYS_PTRACE"]
+    assert agent.args == base.spec.template.spec.containers[0].args + ["--check-network", "--proc-root=/host/proc"]
+    assert {m.mount_path for m in agent.volume_mounts} - {m.mount_path for m in base.spec.template.spec.containers[0].volume_mounts} \
+        == {"/host/proc"}
+
+
+@pytest.mark.kubectl
+def test_kubelet_state_overlay_mounts_one_file_read_only():
+    base, ds = rendered_daemonset("."), rendered_daemonset("kubelet-state")
+    pod, agent = ds.spec.template.spec, ds.spec.template.spec.containers[0]
+    # root, to read a 0600 root file; nothing else: every capability dropped, no host namespaces
+    assert pod.security_context.run_as_user == 0 and not pod.host_pid and not pod.host_network
+    assert agent.security_context.capabilities.drop == ["ALL"] and not agent.security_context.capabilities.add
+    assert agent.security_context.read_only_root_filesystem and agent.security_context.allow_privilege_escalation is False
+    added = [m for m in agent.volume_mounts
+             if m.mount_path not in {b.mount_path for b in base.spec.template.spec.containers[0].volume_mounts}]
+    assert [(m.mount_path, m.read_only) for m in added] == [("/host/var/lib/kubelet/cpu_manager_state", True)]
+    volume = next(v for v in pod.volumes if v.name == added[0].name)
+    assert (volume.host_path.path, volume.host_path.type) == ("/var/lib/kubelet/cpu_manager_state", "File")
+    assert "--kubelet-root=/host/var/lib/kubelet" in agent.args
 
 
 def test_crd_printer_columns_and_example_reports_fit_the_schema():
