@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import socket
 import sys
 
 import click
@@ -12,7 +11,8 @@ from kubectl_dra import __version__
 from kubectl_dra.cli.nodeflags import node_options
 from kubectl_dra.cli.options import kube_options
 
-EXIT = "Exit codes (scan): 0 every pod matches; 1 divergence found; 2 error (cgroup v1, unreadable root, bad input)."
+EXIT = ("Exit codes (scan): 0 every pod matches (or the node runs none); 1 divergence found; 2 error (node not "
+        "found, cgroup v1, unreadable root, bad input) or pods whose cgroups could not be read.")
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100}, epilog=EXIT)
@@ -22,13 +22,14 @@ def cli() -> None:
     kubelet and the runtime should have written, DRA node-allocatable amounts included."""
 
 
-def default_node() -> str:
-    return os.environ.get("NODE_NAME") or socket.gethostname()
-
-
 def agent_options(command):
-    command = click.option("--node", default=default_node, show_default="$NODE_NAME or the hostname",
-                           help="The node whose pods to check.")(command)
+    command = click.option("--node", default=None,
+                           help="The node whose pods to check [default: $NODE_NAME, else this host's name if "
+                                "a Node has it].")(command)
+    command = click.option("--kubelet-root", default="/var/lib/kubelet", show_default=True, type=click.Path(),
+                           help="The kubelet's root directory, for cpu_manager_state (the CPU manager policy and "
+                                "exclusive CPUs); a missing file is fine (/host/var/lib/kubelet in the DaemonSet, "
+                                "with manifests/kubelet-state).")(command)
     command = click.option("--cgroup-root", default="/sys/fs/cgroup", show_default=True, type=click.Path(),
                            help="Where the host's cgroup v2 tree is mounted (/host/sys/fs/cgroup in the DaemonSet).")(
         command)
@@ -47,7 +48,8 @@ def agent_options(command):
               default="table", show_default=True)
 @click.option("--no-headers", is_flag=True)
 @click.pass_context
-def scan_command(ctx, kube, node_flags, node, cgroup_root, sys_root, once, output_format, no_headers) -> None:
+def scan_command(ctx, kube, node_flags, node, kubelet_root, cgroup_root, sys_root, once, output_format,
+                 no_headers) -> None:
     """Compare every pod on the node with the prediction and print a NodeEnforcementReport.
 
     \b
@@ -61,7 +63,8 @@ def scan_command(ctx, kube, node_flags, node, cgroup_root, sys_root, once, outpu
     """
     from node_agent.service import run_scan_once
 
-    sys.exit(run_scan_once(kube, node_flags, node, cgroup_root, sys_root, output_format, no_headers))
+    sys.exit(run_scan_once(kube, node_flags, node, cgroup_root, sys_root, output_format, no_headers,
+                           kubelet_root=kubelet_root))
 
 
 @cli.command("run", epilog="The DaemonSet's command; see manifests/.")
@@ -77,14 +80,16 @@ def scan_command(ctx, kube, node_flags, node, cgroup_root, sys_root, once, outpu
                    "(needs the privileged overlay: hostPID and CAP_SYS_ADMIN).")
 @click.option("--proc-root", default="/proc", show_default=True, type=click.Path(),
               help="The host's /proc (for --check-network and process names).")
-def run_command(kube, node_flags, node, cgroup_root, sys_root, listen, interval, publish, check_network,
-                proc_root) -> None:
+def run_command(kube, node_flags, node, kubelet_root, cgroup_root, sys_root, listen, interval, publish,
+                check_network, proc_root) -> None:
     """Run as the DaemonSet service: watch this node's pods, rescan on change and every
     --interval seconds, publish the report, Events and Prometheus metrics."""
-    from node_agent.service import Agent, AgentConfig
+    from node_agent.service import Agent, AgentConfig, choose_node
 
-    config = AgentConfig(node=node, cgroup_root=cgroup_root, sys_root=sys_root, listen=listen, interval=interval,
-                         publish=publish, check_network=check_network, proc_root=proc_root, node_flags=node_flags)
+    name, _ = choose_node(node, os.environ)
+    config = AgentConfig(node=name, cgroup_root=cgroup_root, sys_root=sys_root, listen=listen, interval=interval,
+                         publish=publish, check_network=check_network, proc_root=proc_root, node_flags=node_flags,
+                         kubelet_root=kubelet_root)
     sys.exit(Agent(config, kube).serve_forever())
 
 

@@ -14,14 +14,16 @@ from kubectl_dra.allocatable.entries import from_status
 from kubectl_dra.cgroups import formulas as f
 from kubectl_dra.cgroups.options import NodeOptions, resolve
 from kubectl_dra.cgroups.paths import container_cgroup
-from kubectl_dra.cgroups.predict import PodCgroups, predict_pod
+from kubectl_dra.cgroups.cpumanager import parse_cpuset
+from kubectl_dra.cgroups.predict import PodCgroups, predict_pod, static_exclusive
 from kubectl_dra.model.inventory import Inventory
 from kubectl_dra.model.node import Node
 from kubectl_dra.model.pod import Pod
-from kubectl_dra.verify.compare import ObservedPod, compare_pod
+from kubectl_dra.verify.compare import ObservedPod, compare_pod, override_evidence
 from kubectl_dra.verify.crosscheck import pods_on
 from kubectl_dra.verify.report import Divergence, NodeEnforcementReport, PodVerdict, ReportMetadata, ReportStatus
 from node_agent.cgroupfs import CgroupFS
+from node_agent.kubeletstate import KubeletState
 
 NODE_LABEL = "kubectl-dra.io/node-name"
 RUNTIME_SCHEMES = {"containerd": "containerd", "cri-o": "crio"}
@@ -70,10 +72,59 @@ def _detect_weight_formula(samples: list[tuple[int, str | None]]) -> str | None:
     return None
 
 
+def _detect_runtime_hugetlb(predictions) -> bool | None:
+    """Whether the runtime applies container hugepage limits, from the files themselves: a number in
+    any container's hugetlb file (the kubelet always sends at least 0) says yes; ``max`` where the
+    kubelet sent a number, with no number anywhere, says no (containerd's default)."""
+    skipped = False
+    for _, _, expected, observed in predictions:
+        for container in expected.containers:
+            seen = observed.containers.get(container.name)
+            if seen is None or seen.error:
+                continue
+            for file, asked in container.cri_hugepages.items():
+                value = seen.files.get(file)
+                if value is not None and value.isdigit():
+                    return True
+                if value == "max" and asked.isdigit():
+                    skipped = True
+    return False if skipped else None
+
+
+def _detect_cpu_manager_policy(predictions, period: int) -> str | None:
+    """static when every container the static policy would pin (and its pod) reads ``max``, none when
+    they all carry their quota; undecided (None) when there is no such container or they disagree."""
+    votes = set()
+    for pod, _, expected, observed in predictions:
+        candidates = static_exclusive(pod)
+        for container in expected.containers:
+            seen = observed.containers.get(container.name)
+            if container.name not in candidates or seen is None or seen.error:
+                continue
+            value = seen.files.get("cpu.max")
+            if value == f.cpu_max(-1, period):
+                votes.add("static")
+            elif value == container.files.get("cpu.max") and not value.startswith("max"):
+                votes.add("none")
+    return votes.pop() if len(votes) == 1 else None
+
+
+def _kubelet_cpuset(pod: Pod, container: str, options: NodeOptions, state) -> frozenset[int] | None:
+    """The cpuset the kubelet gave a container: none under the none policy; its exclusive CPUs or the
+    shared pool under static (only known from cpu_manager_state)."""
+    if options.cpu_manager_policy == "none":
+        return frozenset()
+    if state is None:
+        return None
+    return parse_cpuset(state.exclusive(pod.uid).get(container) or state.default_cpu_set)
+
+
 def scan(node_name: str, inventory: Inventory, fs: CgroupFS, given: dict[str, object],
-         now: datetime | None = None, cache: dict | None = None, proc_root: str | None = None) -> NodeEnforcementReport:
+         now: datetime | None = None, cache: dict | None = None, proc_root: str | None = None,
+         kubelet: KubeletState | None = None) -> NodeEnforcementReport:
     """``cache`` (kept by the service between scans) holds predictions by pod UID, resourceVersion and
-    options: a pod that did not change is not predicted again."""
+    options: a pod that did not change is not predicted again. ``kubelet``: what was read from the
+    kubelet's root directory (cpu_manager_state), when mounted."""
     observed_at = (now or datetime.now(timezone.utc)).strftime("%Y-%m-%dT%H:%M:%SZ")
     pods = pods_on(inventory, node_name)
     node = inventory.get(Node, None, node_name)
@@ -91,16 +142,21 @@ def scan(node_name: str, inventory: Inventory, fs: CgroupFS, given: dict[str, ob
                               for p in pods]
         return report.summarize()
 
-    layout = {"cgroup_driver": fs.driver(str(given.get("kubelet_cgroup_root", "/"))),
-              "runtime": _runtime_from_ids(pods), "hugepage_sizes": fs.hugepage_sizes()}
-    options, _ = resolve(given, node, layout)
+    state = kubelet.cpu_manager if kubelet else None
+    layout: dict[str, object] = {"cgroup_driver": fs.driver(str(given.get("kubelet_cgroup_root", "/"))),
+                                 "runtime": _runtime_from_ids(pods), "hugepage_sizes": fs.hugepage_sizes()}
+    where = {name: "cgroup tree" for name in layout}
+    if state is not None and state.policy_name in ("none", "static"):
+        layout["cpu_manager_policy"], where["cpu_manager_policy"] = state.policy_name, kubelet.cpu_manager_source
+    options, sources = resolve(given, node, layout, where)
 
     def predicted(pod: Pod, entries, opts: NodeOptions) -> PodCgroups:
+        exclusive = state.exclusive(pod.uid) if state is not None else None
         if cache is None or not pod.metadata.resource_version:
-            return predict_pod(pod, entries, opts)
-        key = (pod.uid, pod.metadata.resource_version, opts.model_dump_json())
+            return predict_pod(pod, entries, opts, exclusive)
+        key = (pod.uid, pod.metadata.resource_version, opts.model_dump_json(), tuple(sorted((exclusive or {}).items())))
         if key not in cache:
-            cache[key] = predict_pod(pod, entries, opts)
+            cache[key] = predict_pod(pod, entries, opts, exclusive)
         return cache[key]
 
     predictions = []
@@ -109,19 +165,44 @@ def scan(node_name: str, inventory: Inventory, fs: CgroupFS, given: dict[str, ob
         expected = predicted(pod, entries, options)
         predictions.append((pod, entries, expected, _observe(fs, pod, expected, options)))
 
+    # what the files themselves show, for what the user did not set (flags win)
+    detected: dict[str, object] = {}
     if given.get("weight_formula") is None:
         samples = [(c.shares, obs.containers[c.name].files.get("cpu.weight"))
                    for _, _, expected, obs in predictions for c in expected.containers if c.name in obs.containers]
-        detected = _detect_weight_formula(samples)
-        if detected and detected != options.weight_formula:
-            options = options.model_copy(update={"weight_formula": detected})
+        detected["weight_formula"] = _detect_weight_formula(samples)
+    if given.get("runtime_hugetlb") is None:
+        detected["runtime_hugetlb"] = _detect_runtime_hugetlb(predictions)
+    if given.get("cpu_manager_policy") is None and state is None:
+        detected["cpu_manager_policy"] = _detect_cpu_manager_policy(predictions, options.cpu_cfs_period)
+    changes = {k: v for k, v in detected.items() if v is not None}
+    if changes:
+        for name, value in changes.items():
+            sources[NodeOptions.model_fields[name].alias or _camel(name)] = "cgroup tree"
+        if any(getattr(options, name) != value for name, value in changes.items()):
+            options = options.model_copy(update=changes)
             predictions = [(p, e, predicted(p, e, options), o) for p, e, _, o in predictions]
 
+    policy_known = sources.get("cpuManagerPolicy", "default") not in ("default", "cgroup tree")
     no_dra_options = options.model_copy(update={"kubelet_dra": False})
     for pod, entries, expected, observed in predictions:
         verdict = compare_pod(pod, expected, None, observed, options)
         if verdict.divergences and entries:  # only then does "what without DRA" matter
-            verdict = compare_pod(pod, expected, predict_pod(pod, entries, no_dra_options), observed, options)
+            no_dra = predict_pod(pod, entries, no_dra_options, state.exclusive(pod.uid) if state else None)
+            verdict = compare_pod(pod, expected, no_dra, observed, options)
+        else:
+            no_dra = None
+        unexplained = {d.container for d in verdict.divergences if d.cause == "Unexplained" and d.container}
+        if unexplained and policy_known:  # is there evidence that a driver or NRI plugin changed them?
+            evidence = {}
+            for name in unexplained:
+                seen = observed.containers.get(name)
+                cpuset = fs.read(seen.path, ["cpuset.cpus"]).files.get("cpuset.cpus") if seen else None
+                found = override_evidence(cpuset, _kubelet_cpuset(pod, name, options, state), policy_known)
+                if found:
+                    evidence[name] = found
+            if evidence:
+                verdict = compare_pod(pod, expected, no_dra, observed, options, evidence)
         verdict.expected_hash = expected.fingerprint()
         if proc_root and verdict.verdict == "Diverged":
             for name in {d.container for d in verdict.divergences if d.container}:
@@ -137,4 +218,10 @@ def scan(node_name: str, inventory: Inventory, fs: CgroupFS, given: dict[str, ob
     report.status.weight_formula = options.weight_formula
     report.status.kubelet_dra = options.kubelet_dra
     report.status.node_options = options.model_dump(mode="json", by_alias=True)
+    report.status.node_options_source = sources
     return report.summarize()
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)

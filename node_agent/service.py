@@ -7,19 +7,20 @@ backoff, and rescans when this node's pods change (a watch) or every ``interval`
 from __future__ import annotations
 
 import signal
-import sys
+import socket
 import threading
 import time
 from dataclasses import dataclass, field
 
 from kubectl_dra.env import Environment
-from kubectl_dra.errors import ApiError, DRAError
+from kubectl_dra.errors import ApiError, DRAError, NotFoundError
 from kubectl_dra.kube.reads import ReadRequest
 from kubectl_dra.model.inventory import Inventory
 from kubectl_dra.model.node import Node
 from kubectl_dra.model.pod import Pod
 from kubectl_dra.verify.report import NodeEnforcementReport
 from node_agent.cgroupfs import CgroupFS
+from node_agent.kubeletstate import read_kubelet_state
 from node_agent.scan import scan
 
 MAX_BACKOFF = 60.0
@@ -31,27 +32,60 @@ def node_requests(node: str) -> list[ReadRequest]:
             ReadRequest(Node, field_selector=f"metadata.name={node}", required=False)]
 
 
+def choose_node(given: str | None, environ) -> tuple[str, str]:
+    """The node to check and where its name came from: --node, $NODE_NAME, or this host's name."""
+    if given:
+        return given, "--node"
+    if environ.get("NODE_NAME"):
+        return environ["NODE_NAME"], "NODE_NAME"
+    return socket.gethostname(), "hostname"
+
+
+def check_node(inventory: Inventory, name: str, source: str, where: str) -> None:
+    """A node name that is no Node is an error, never "0 pods, all match". (When Nodes could not
+    be read at all, that problem is reported instead and the name is taken as given.)"""
+    if "Node" not in inventory.read_kinds or inventory.get(Node, None, name) is not None:
+        return
+    if source == "hostname":
+        raise NotFoundError(f'this host\'s name "{name}" is not a Node in {where}: pass --node NAME (or set NODE_NAME '
+                            "to the node's name)")
+    raise NotFoundError(f'node "{name}" not found in {where} (from {source})')
+
+
 def exit_code(report: NodeEnforcementReport) -> int:
+    """0 everything checked held (or nothing to check); 1 a divergence; 2 the scan could not tell
+    (cgroup v1, pods whose cgroups could not be read)."""
     if report.status.cgroup_version != "v2":
         return 2
-    return 1 if report.status.summary.diverged else 0
+    if report.status.summary.diverged:
+        return 1
+    return 2 if report.status.summary.unknown else 0
 
 
-def run_scan_once(kube, node_flags: dict, node: str, cgroup_root: str, sys_root: str | None, output_format: str,
-                  no_headers: bool, env: Environment | None = None) -> int:
+def run_scan_once(kube, node_flags: dict, node: str | None, cgroup_root: str, sys_root: str | None,
+                  output_format: str, no_headers: bool, env: Environment | None = None,
+                  kubelet_root: str | None = None) -> int:
     from kubectl_dra.cli.runtime import open_source, report_problems
     from kubectl_dra.printers.documents import to_json, to_yaml
     from kubectl_dra.printers.reports import divergence_table, summary_line
     from kubectl_dra.printers.style import Style
 
     env = env or Environment()
+    name, source = choose_node(node, env.environ)
+    inventory = None
     try:
         opened = open_source(kube)
-        inventory = opened.source.read(node_requests(node))
-        report = scan(node, inventory, CgroupFS(cgroup_root, sys_root), node_flags)
+        inventory = opened.source.read(node_requests(name))
+        check_node(inventory, name, source, opened.source.description)
+        kubelet = read_kubelet_state(kubelet_root)
+        report = scan(name, inventory, CgroupFS(cgroup_root, sys_root), node_flags, kubelet=kubelet)
     except DRAError as exc:
+        if inventory is not None:
+            report_problems(env, inventory)
         env.error(f"error: {exc}")
         return 2
+    for problem in kubelet.problems:
+        env.error(f"warning: {problem}")
     if output_format == "json":
         env.write(to_json(report))
     elif output_format == "yaml":
@@ -79,6 +113,7 @@ class AgentConfig:
     proc_root: str = "/proc"
     node_flags: dict = field(default_factory=dict)
     watch_timeout: float = 300.0
+    kubelet_root: str | None = None
 
 
 class Agent:
@@ -91,6 +126,7 @@ class Agent:
         self.metrics = Metrics(config.node)
         self.report: NodeEnforcementReport | None = None
         self.predictions: dict = {}  # scan's cache: unchanged pods are not predicted again
+        self.said: set[str] = set()  # warnings already logged
         self.heartbeat = time.monotonic()
         self.stop = threading.Event()
         self.trigger = threading.Event()
@@ -111,8 +147,14 @@ class Agent:
         """Read, compare, record metrics; publish when enabled. API failures raise ApiError."""
         started = time.perf_counter()
         inventory: Inventory = self.source.read(node_requests(self.config.node))
+        check_node(inventory, self.config.node, "--node or NODE_NAME", self.source.description)
+        kubelet = read_kubelet_state(self.config.kubelet_root)
+        for problem in kubelet.problems:
+            if problem not in self.said:  # once per agent, not once per scan
+                self.said.add(problem)
+                self.env.error(f"warning: {problem}")
         report = scan(self.config.node, inventory, self.fs, self.config.node_flags, cache=self.predictions,
-                      proc_root=self.config.proc_root)
+                      proc_root=self.config.proc_root, kubelet=kubelet)
         if self.config.check_network:
             from node_agent.netns import check_network
 

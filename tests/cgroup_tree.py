@@ -15,9 +15,14 @@ from kubectl_dra.cgroups.predict import predict_pod
 from kubectl_dra.model.pod import Pod
 
 
-def build_tree(root: Path, pods: list[Pod], options: NodeOptions, *, hugepage_kb=(2048, 1048576)) -> dict:
+def build_tree(root: Path, pods: list[Pod], options: NodeOptions, *, hugepage_kb=(2048, 1048576),
+               exclusive: dict[str, dict[str, str]] | None = None, cpusets: bool = False) -> dict:
     """Write ``root/fs/cgroup`` (cgroup v2) and ``root/kernel/mm/hugepages``; returns
-    {(pod name, container or None): directory} for perturbations."""
+    {(pod name, container or None): directory} for perturbations.
+
+    Container hugetlb files read ``max`` unless ``options.applies_container_hugetlb`` (containerd
+    leaves them unset by default); ``exclusive`` is the kubelet's assignment (pod UID -> container ->
+    cpuset); ``cpusets`` also writes each container's ``cpuset.cpus`` as the kubelet sets it."""
     cgroup = root / "fs" / "cgroup"
     cgroup.mkdir(parents=True, exist_ok=True)
     (cgroup / "cgroup.controllers").write_text("cpuset cpu io memory hugetlb pids\n")
@@ -29,7 +34,8 @@ def build_tree(root: Path, pods: list[Pod], options: NodeOptions, *, hugepage_kb
     dirs = {}
     for pod in pods:
         entries = [from_status(s) for s in pod.status.node_allocatable_resource_claim_statuses]
-        prediction = predict_pod(pod, entries, options)
+        prediction = predict_pod(pod, entries, options, (exclusive or {}).get(pod.uid) if exclusive is not None
+                                 else None)
         pod_dir = cgroup / prediction.pod.path
         _write(pod_dir, prediction.pod.files)
         dirs[(pod.name, None)] = pod_dir
@@ -40,7 +46,12 @@ def build_tree(root: Path, pods: list[Pod], options: NodeOptions, *, hugepage_kb
                 continue
             runtime = "crio" if pair[0] == "cri-o" else "containerd"
             path = cgroup / container_cgroup(prediction.pod.path, pair[1], options.cgroup_driver, runtime)
-            _write(path, container.files)
+            files = dict(container.files)
+            if not options.applies_container_hugetlb:
+                files.update({name: "max" for name in files if name.startswith("hugetlb.")})
+            if cpusets:
+                files["cpuset.cpus"] = prediction.exclusive_cpus.get(container.name, "")
+            _write(path, files)
             (path / "cgroup.procs").write_text("")
             dirs[(pod.name, container.name)] = path
     return dirs

@@ -15,18 +15,31 @@ _SPECS = [
                                  help="Runtime's shares->cpu.weight formula for containers (runc >= 1.3.2 and "
                                       "crun >= 1.23: quadratic) [default: quadratic]; pods always use linear.")),
     (("--cpu-cfs-period",), dict(metavar="DURATION", help="Kubelet cpuCFSQuotaPeriod [default: 100ms].")),
+    (("--cpu-cfs-quota",), dict(type=click.Choice(["on", "off"]),
+                                help="Kubelet cpuCFSQuota: off leaves pods and containers without CFS quota "
+                                     "[default: on].")),
+    (("--cpu-manager-policy",), dict(type=click.Choice(["none", "static"]),
+                                     help="Kubelet CPU manager policy: static gives containers of Guaranteed pods "
+                                          "with whole CPUs exclusive CPUs and no CFS quota [default: none; the agent "
+                                          "reads it from cpu_manager_state].")),
+    (("--runtime-hugetlb",), dict(type=click.Choice(["on", "off"]),
+                                  help="Whether the runtime applies container hugepage limits (containerd's "
+                                       "disable_hugetlb_controller is true by default) [default: containerd off, "
+                                       "CRI-O on; the agent detects it from the cgroups].")),
     (("--hugepage-sizes",), dict(metavar="SIZES", help="Host huge page sizes, e.g. 2Mi,1Gi or none "
                                                          "[default: from the Node, else 2Mi,1Gi].")),
     (("--kubelet-dra",), dict(type=click.Choice(["on", "off"]),
-                              help="Whether the kubelet adds node-allocatable DRA amounts to cgroups "
-                                   "[default: on for kubelet >= 1.37].")),
+                              help="Whether the kubelet adds node-allocatable DRA amounts to cgroups [default: "
+                                   "from the Node's status.declaredFeatures (DRANodeAllocatableResources), else on].")),
     (("--kubelet-cgroup-root",), dict(metavar="PATH", help="Kubelet --cgroup-root [default: /].")),
     (("--memory-qos",), dict(type=click.Choice(["off", "legacy", "tiered"]),
                              help="Predict Memory QoS files (memory.min/low/high) [default: off].")),
     (("--memory-throttling-factor",), dict(metavar="F", help="Memory QoS throttling factor [default: 0.9].")),
 ]
-_NAMES = ["cgroup_driver", "runtime", "weight_formula", "cpu_cfs_period", "hugepage_sizes", "kubelet_dra",
-          "kubelet_cgroup_root", "memory_qos", "memory_throttling_factor"]
+_NAMES = ["cgroup_driver", "runtime", "weight_formula", "cpu_cfs_period", "cpu_cfs_quota", "cpu_manager_policy",
+          "runtime_hugetlb", "hugepage_sizes", "kubelet_dra", "kubelet_cgroup_root", "memory_qos",
+          "memory_throttling_factor"]
+_SWITCHES = ("kubelet_dra", "cpu_cfs_quota", "runtime_hugetlb")  # on|off flags, parsed to booleans
 
 
 def node_options(command):
@@ -43,8 +56,9 @@ def node_options(command):
             given["cpu_cfs_period"] = parse_period(given["cpu_cfs_period"])
         if "hugepage_sizes" in given:
             given["hugepage_sizes"] = parse_hugepage_sizes(given["hugepage_sizes"])
-        if "kubelet_dra" in given:
-            given["kubelet_dra"] = given["kubelet_dra"] == "on"
+        for name in _SWITCHES:
+            if name in given:
+                given[name] = given[name] == "on"
         if "memory_throttling_factor" in given:
             from fractions import Fraction
 

@@ -7,8 +7,10 @@ import click
 from kubectl_dra.cli.nodeflags import node_options
 from kubectl_dra.cli.options import kube_options
 
-VERIFY_EPILOG = ("Exit codes: 0 every pod matches; 1 a divergence was found (stale verdicts do not count); "
-                 "2 usage error; 3 error (no reports, unreadable input); 4 partial result.")
+VERIFY_EPILOG = ("Exit codes: 0 every pod checked matches (or there is none to check); 1 a divergence was found "
+                 "(stale verdicts do not count); 2 usage error; 3 error (no reports, POD or node not found, "
+                 "unreadable input); 4 partial: some pods could not be read, changed since the scan (stale), or "
+                 "run on nodes without a report.")
 
 
 @click.command("verify", epilog=VERIFY_EPILOG)
@@ -19,14 +21,17 @@ VERIFY_EPILOG = ("Exit codes: 0 every pod matches; 1 a divergence was found (sta
 @click.option("--cgroup-root", metavar="DIR", type=click.Path(),
               help="Check the local node directly, without an agent (a node shell or debug pod): read this "
                    "cgroup v2 tree, e.g. /sys/fs/cgroup or /host/sys/fs/cgroup.")
+@click.option("--kubelet-root", metavar="DIR", type=click.Path(), default="/var/lib/kubelet", show_default=True,
+              help="With --cgroup-root: the kubelet's root directory, for cpu_manager_state (CPU manager policy and "
+                   "exclusive CPUs); a missing file is fine.")
 @click.option("-o", "--output", "output_format", type=click.Choice(["table", "wide", "json", "yaml"]),
               default="table", show_default=True, help="Output format.")
 @click.option("--no-headers", is_flag=True, help="Print the table without the header line.")
 @click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True)
 @click.argument("pod", required=False)
 @click.pass_context
-def verify(ctx: click.Context, kube, node_flags, nodes, selector, cgroup_root, output_format, no_headers, color,
-           pod) -> None:
+def verify(ctx: click.Context, kube, node_flags, nodes, selector, cgroup_root, kubelet_root, output_format, no_headers,
+           color, pod) -> None:
     """Compare what the nodes enforce with what the scheduler counted.
 
     \b
@@ -39,8 +44,8 @@ def verify(ctx: click.Context, kube, node_flags, nodes, selector, cgroup_root, o
     \b
     Columns: NODE NAMESPACE POD CONTAINER FILE EXPECTED OBSERVED CAUSE.
     Causes: KubeletDRADisabled, DRAAmountMissing, WeightFormula, DriverOverride,
-    ResizePending, PodLevelResources, CgroupMissing, CgroupUnreadable,
-    Unexplained (see the README).
+    RuntimeHugetlbDisabled, ResizePending, PodLevelResources, CgroupMissing,
+    CgroupUnreadable, InvalidField, Unexplained (see the README).
 
     \b
     Examples:
@@ -56,7 +61,8 @@ def verify(ctx: click.Context, kube, node_flags, nodes, selector, cgroup_root, o
     from kubectl_dra.model.pod import Pod
     from kubectl_dra.model.registry import NodeEnforcementReportObject
     from kubectl_dra.printers.documents import to_json, to_yaml
-    from kubectl_dra.printers.reports import divergence_table, summary_line
+    from kubectl_dra.cli.exitcodes import ExitStatus
+    from kubectl_dra.printers.reports import divergence_table, options_lines, summary_line
     from kubectl_dra.printers.style import Style
     from kubectl_dra.verify.crosscheck import crosscheck, parse_report
 
@@ -71,14 +77,20 @@ def verify(ctx: click.Context, kube, node_flags, nodes, selector, cgroup_root, o
     else:
         namespace = opened.default_namespace if pod else None
     if cgroup_root:
-        reports, inventory = _local(opened, nodes, cgroup_root, node_flags)
-        missing: list[str] = []
+        if len(nodes) > 1:
+            raise click.UsageError("--cgroup-root checks one node: give at most one --node")
+        reports, inventory = _local(opened, nodes, cgroup_root, kubelet_root, node_flags, env)
+        missing: dict[str, int] = {}
     else:
         node_field = f"metadata.name={nodes[0]}" if len(nodes) == 1 else None
         requests = [ReadRequest(NodeEnforcementReportObject, field_selector=node_field),
                     ReadRequest(Pod, namespace), ReadRequest(Node, label_selector=selector, required=False)]
         inventory = opened.source.read(requests)
         known_nodes = {n.name for n in inventory.all(Node)}
+        for name in nodes:
+            if "Node" in inventory.read_kinds and name not in known_nodes:
+                report_problems(env, inventory)
+                raise NotFoundError(f'node "{name}" not found')
         reports = []
         for obj in inventory.all(NodeEnforcementReportObject):
             if nodes and obj.name not in nodes or selector and obj.name not in known_nodes:
@@ -90,21 +102,31 @@ def verify(ctx: click.Context, kube, node_flags, nodes, selector, cgroup_root, o
         for report in reports:
             crosscheck(report, inventory, namespace=namespace)
         reported = {r.metadata.name for r in reports}
-        missing = sorted(n for n in known_nodes if n not in reported and (not nodes or n in nodes))
+        pods_by_node = inventory.pods_by_node()
+        missing = {n: sum(1 for p in pods_by_node.get(n, ()) if not p.is_done and _wanted(p, namespace, pod))
+                   for n in sorted(known_nodes) if n not in reported and (not nodes or n in nodes)}
         if not reports:
             report_problems(env, inventory)
             where = f" for {', '.join(nodes)}" if nodes else ""
+            if "NodeEnforcementReport" not in inventory.read_kinds:
+                raise NotFoundError(f"no NodeEnforcementReport could be read{where} (see the errors above)")
             raise NotFoundError(f"no NodeEnforcementReport found{where}: is dra-node-agent deployed? "
                                 "(kubectl apply -k manifests/), or use --cgroup-root on a node")
+    if pod is not None and "Pod" in inventory.read_kinds and not any(
+            p.name == pod and (namespace is None or p.namespace == namespace) for p in inventory.all(Pod)):
+        report_problems(env, inventory)
+        where = f" in namespace {namespace}" if namespace else ""
+        raise NotFoundError(f'pod "{pod}" not found{where}')
     for report in reports:
-        report.status.pods = [p for p in report.status.pods
-                              if (namespace is None or p.namespace == namespace) and (pod is None or p.name == pod)]
+        report.status.pods = [p for p in report.status.pods if _wanted(p, namespace, pod)]
+        report.status.unreported_pods = [key for key in report.status.unreported_pods
+                                         if _wanted_key(key, namespace, pod)]
         report.summarize()
     if output_format in ("json", "yaml"):
         document = reports[0] if len(reports) == 1 and not missing else {
             "apiVersion": "v1", "kind": "List",
             "items": [r.model_dump(mode="json", by_alias=True) for r in reports],
-            "nodesWithoutReport": missing}
+            "nodesWithoutReport": sorted(missing)}
         env.write(to_json(document) if output_format == "json" else to_yaml(document))
     else:
         env.write(divergence_table(reports, no_headers=no_headers, wide=output_format == "wide",
@@ -117,24 +139,46 @@ def verify(ctx: click.Context, kube, node_flags, nodes, selector, cgroup_root, o
                 env.write(f"{report.metadata.name}: not in the report (created after its scan): "
                           f"{', '.join(report.status.unreported_pods)}\n")
         if missing:
-            env.write(f"Nodes without a report: {', '.join(missing)}\n")
+            env.write("Nodes without a report: " + ", ".join(
+                f"{n} ({count} pod{'s' if count != 1 else ''} not checked)" if count else n
+                for n, count in missing.items()) + "\n")
+        if output_format == "wide" or len(reports) == 1:
+            for line in options_lines(reports):
+                env.write(line + "\n")
     status = report_problems(env, inventory)
     if any(r.trusted_divergences() for r in reports):
-        ctx.exit(1)
+        ctx.exit(ExitStatus.DIVERGED)
     if any(r.status.cgroup_version != "v2" for r in reports) and cgroup_root:
-        ctx.exit(3)
+        ctx.exit(ExitStatus.ERROR)
+    unchecked = sum(1 for r in reports for p in r.status.pods if p.stale or p.verdict == "Unknown") + \
+        sum(len(r.status.unreported_pods) for r in reports) + sum(missing.values())
+    if unchecked:
+        env.error(f"warning: {unchecked} pod{'s were' if unchecked != 1 else ' was'} not verified (unknown, stale, "
+                  "or on a node without a report): the result is partial")
+        ctx.exit(ExitStatus.PARTIAL)
     ctx.exit(status)
 
 
-def _local(opened, nodes, cgroup_root: str, node_flags: dict):
+def _wanted(p, namespace: str | None, pod: str | None) -> bool:
+    return (namespace is None or p.namespace == namespace) and (pod is None or p.name == pod)
+
+
+def _wanted_key(key: str, namespace: str | None, pod: str | None) -> bool:
+    ns, _, name = key.partition("/")
+    return (namespace is None or ns == namespace) and (pod is None or name == pod)
+
+
+def _local(opened, nodes, cgroup_root: str, kubelet_root: str, node_flags: dict, env):
     """Scan this node's cgroup tree directly, as the agent would."""
-    import os
-    import socket
-
     from node_agent.cgroupfs import CgroupFS
+    from node_agent.kubeletstate import read_kubelet_state
     from node_agent.scan import scan
-    from node_agent.service import node_requests
+    from node_agent.service import check_node, choose_node, node_requests
 
-    node = nodes[0] if nodes else os.environ.get("NODE_NAME") or socket.gethostname()
+    node, source = choose_node(nodes[0] if nodes else None, env.environ)
     inventory = opened.source.read(node_requests(node))
-    return [scan(node, inventory, CgroupFS(cgroup_root), node_flags)], inventory
+    check_node(inventory, node, source, opened.source.description)
+    kubelet = read_kubelet_state(kubelet_root)
+    for problem in kubelet.problems:
+        env.error(f"warning: {problem}")
+    return [scan(node, inventory, CgroupFS(cgroup_root), node_flags, kubelet=kubelet)], inventory

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from kubectl_dra.pods.explain import PodExplanation
 from kubectl_dra.printers.findings import findings_lines
+from kubectl_dra.printers.nodeoptions import node_options_line
 from kubectl_dra.printers.style import Style
 
 
@@ -39,18 +40,21 @@ def pod_tree(result: PodExplanation, style: Style) -> str:
     for resource, q in result.scheduler.requests.items():
         dra = result.scheduler.dra.get(resource)
         lines.append(f"  {resource} {q}" + (f"   (DRA {dra})" if dra else ""))
+    if result.scheduler.note:
+        lines.append(f"  {result.scheduler.note}")
     lines.append(f"{style('Pod cgroup', 'bold')} {result.cgroups.pod.path}")
+    if result.cgroups.unknown:
+        lines.append("  " + style(f"unknown: {result.cgroups.unknown}", "yellow"))
+    if result.cgroups.exclusive_cpus:
+        pinned = ", ".join(f"{name} {cpus or '(cpuset chosen by the kubelet)'}"
+                           for name, cpus in sorted(result.cgroups.exclusive_cpus.items()))
+        lines.append(f"  exclusive CPUs (static CPU manager): {pinned}")
     _files(lines, result.cgroups.pod.files, result.cgroups.pod.because, style, "  ")
     for c in result.cgroups.containers:
         kind = "" if c.type == "container" else f" ({c.type})"
         lines.append(f"{style('Container', 'bold')} {c.name}{kind} {c.path}")
         _files(lines, c.files, c.because, style, "  ")
     lines += findings_lines(result.findings, style)
-    o, src = result.node_options, result.node_options_source
-    note = lambda name: f" ({src[name]})" if src.get(name, "default") != "default" else ""  # noqa: E731
-    sizes = ",".join(f"{s // (1 << 20)}Mi" if s < (1 << 30) else f"{s // (1 << 30)}Gi" for s in o.hugepage_sizes)
-    lines.append(style(f"Node options: cgroup driver {o.cgroup_driver}{note('cgroupDriver')}, runtime {o.runtime}"
-                       f"{note('runtime')}, container weight {o.weight_formula}{note('weightFormula')}, "
-                       f"CFS period {o.cpu_cfs_period}us, huge pages {sizes or 'none'}{note('hugepageSizes')}, "
-                       f"kubelet DRA {'on' if o.kubelet_dra else 'off'}{note('kubeletDra')}", "dim"))
+    lines.append(style(node_options_line(result.node_options.model_dump(mode="json", by_alias=True),
+                                         result.node_options_source), "dim"))
     return "\n".join(lines) + "\n"

@@ -35,13 +35,25 @@ def divergence_table(reports: list[NodeEnforcementReport], *, no_headers: bool =
 
 
 def summary_line(reports: list[NodeEnforcementReport]) -> str:
-    pods = sum(r.status.summary.pods for r in reports)
-    matched = sum(r.status.summary.matched for r in reports)
-    diverged = sum(r.status.summary.diverged for r in reports)
-    unknown = sum(r.status.summary.unknown for r in reports)
+    """What was checked and how it came out, in the terms the exit code uses: stale verdicts (the
+    pod changed since the scan) are neither match nor divergence."""
+    pods = [p for r in reports for p in r.status.pods]
     nodes = f"{len(reports)} node{'s' if len(reports) != 1 else ''}"
-    line = f"{nodes}, {pods} pods: {matched} match, {diverged} diverged, {unknown} unknown"
-    stale = sum(1 for r in reports for p in r.status.pods if p.stale)
+    if not pods:
+        return f"{nodes}: no pods to check (nothing was verified)"
+    stale = [p for p in pods if p.stale]
+    current = [p for p in pods if not p.stale]
+    count = lambda verdict: sum(p.verdict == verdict for p in current)  # noqa: E731
+    line = (f"{nodes}, {len(pods)} pod{'s' if len(pods) != 1 else ''}: {count('Match')} match, "
+            f"{count('Diverged')} diverged, {count('Unknown')} unknown")
     if stale:
-        line += f"; {stale} stale (the pod changed since the scan: not trusted)"
+        line += f", {len(stale)} stale (the pod changed since the scan: not trusted)"
     return line
+
+
+def options_lines(reports: list[NodeEnforcementReport]) -> list[str]:
+    """Per node, the node options its prediction used and where each came from."""
+    from kubectl_dra.printers.nodeoptions import node_options_line
+
+    return [f"{r.metadata.name}: {node_options_line(r.status.node_options, r.status.node_options_source)}"
+            for r in reports if r.status.node_options]

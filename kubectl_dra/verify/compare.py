@@ -17,9 +17,9 @@ from kubectl_dra.document import Part
 from kubectl_dra.model.pod import Pod
 from kubectl_dra.verify.report import Divergence, PodVerdict
 
-SEVERITY = {"KubeletDRADisabled": "error", "DRAAmountMissing": "error", "Unexplained": "error",
+SEVERITY = {"KubeletDRADisabled": "error", "DRAAmountMissing": "error", "Unexplained": "warning",
             "PodLevelResources": "warning", "CgroupMissing": "warning", "CgroupUnreadable": "warning",
-            "DriverOverride": "info",
+            "InvalidField": "warning", "DriverOverride": "info", "RuntimeHugetlbDisabled": "info",
             "WeightFormula": "info", "ResizePending": "info"}
 RESIZE_CONDITIONS = ("PodResizePending", "PodResizeInProgress")
 
@@ -91,7 +91,7 @@ def readable(file: str, observed: str) -> bool:
     return True
 
 
-UNKNOWN_CAUSES = ("CgroupMissing", "CgroupUnreadable")
+UNKNOWN_CAUSES = ("CgroupMissing", "CgroupUnreadable", "InvalidField")
 
 
 def _resizing(pod: Pod) -> bool:
@@ -100,12 +100,18 @@ def _resizing(pod: Pod) -> bool:
 
 
 def compare_pod(pod: Pod, expected: PodCgroups, no_dra: PodCgroups | None, observed: ObservedPod,
-                options: NodeOptions) -> PodVerdict:
+                options: NodeOptions, evidence: dict[str, str] | None = None) -> PodVerdict:
     """``no_dra`` (the prediction without DRA) names DRA-related causes; without it they read as
-    Unexplained, which lets a caller skip that prediction for pods that match."""
+    Unexplained, which lets a caller skip that prediction for pods that match. ``evidence``:
+    container -> what shows that something changed it after the kubelet (see :func:`override_evidence`)."""
     no_dra = no_dra or expected
     verdict = PodVerdict(namespace=pod.namespace or "", name=pod.name, uid=pod.uid, verdict="Match",
-                         cgroup=observed.pod.path)
+                         cgroup=observed.pod.path, exclusive_cpus=expected.exclusive_cpus)
+    if expected.unknown:
+        verdict.verdict = "Unknown"
+        verdict.divergences.append(Divergence(scope="pod", file="-", cause="InvalidField", severity="warning",
+                                              message=expected.unknown))
+        return verdict
     if observed.pod.error:
         verdict.verdict = "Unknown"
         verdict.divergences.append(Divergence(scope="pod", file="-", cause="CgroupMissing", severity="warning",
@@ -126,7 +132,8 @@ def compare_pod(pod: Pod, expected: PodCgroups, no_dra: PodCgroups | None, obser
         _compare(diffs, "container", container.name, container.files, no_dra_containers[container.name].files,
                  seen, options)
         _weight_formula(diffs, container, seen, options)
-    _classify(pod, diffs, pod_ok)
+        _runtime_hugetlb(diffs, container.name, options)
+    _classify(pod, diffs, pod_ok, evidence or {})
     verdict.divergences = diffs
     if any(d.severity in ("error", "warning") and d.cause not in UNKNOWN_CAUSES for d in diffs):
         verdict.verdict = "Diverged"
@@ -171,11 +178,48 @@ def _weight_formula(diffs: list[Divergence], container, seen: ObservedCgroup, op
                         f"runtime converts differently from --weight-formula {options.weight_formula}")
 
 
+def _runtime_hugetlb(diffs: list[Divergence], container: str, options: NodeOptions) -> None:
+    """A container hugetlb file left at ``max`` where the kubelet asked for a number: the runtime
+    did not apply container hugepage limits (containerd's default). Where the kubelet asked for 0
+    that is a tolerance (the pod's own limit for that size bounds it); where it asked for pages,
+    it is worth knowing (info). The pod cgroup's limits are compared as always."""
+    for d in list(diffs):
+        if d.container != container or not d.file.startswith("hugetlb.") or d.observed != "max" or \
+                d.cause not in ("Unexplained", "DRAAmountMissing"):
+            continue
+        if options.applies_container_hugetlb:
+            d.message = (f"the kubelet asked for {d.expected} and this runtime applies container hugepage limits "
+                         "(a number in another container's hugetlb files shows it, or --runtime-hugetlb on), yet "
+                         "the file is max")
+        elif d.expected == "0":
+            diffs.remove(d)
+        else:
+            _assign(d, "RuntimeHugetlbDisabled", f"the kubelet asked for {d.expected}, but the runtime does not apply "
+                    "container hugepage limits (containerd's disable_hugetlb_controller, true by default), so the "
+                    "file stays max; the pod cgroup's limit still bounds the pod")
+
+
+def override_evidence(observed_cpuset: str | None, kubelet_cpuset: frozenset[int] | None,
+                      policy_known: bool) -> str | None:
+    """What shows that an NRI plugin or a DRA driver changed a container after the kubelet: its
+    ``cpuset.cpus`` is not what the kubelet set (nothing under the none policy; its exclusive CPUs
+    or the shared pool under static). Only when the policy is known (flag or cpu_manager_state)."""
+    from kubectl_dra.cgroups.cpumanager import parse_cpuset
+
+    if not policy_known or observed_cpuset is None or kubelet_cpuset is None:
+        return None
+    seen = parse_cpuset(observed_cpuset)
+    if seen is None or seen == kubelet_cpuset:
+        return None
+    set_by_kubelet = ",".join(map(str, sorted(kubelet_cpuset))) or "none"
+    return f"cpuset.cpus is {observed_cpuset or 'empty'}, the kubelet set {set_by_kubelet}"
+
+
 def _assign(d: Divergence, cause: str, message: str) -> None:
     d.cause, d.severity, d.message = cause, SEVERITY[cause], message
 
 
-def _classify(pod: Pod, diffs: list[Divergence], pod_ok: bool) -> None:
+def _classify(pod: Pod, diffs: list[Divergence], pod_ok: bool, evidence: dict[str, str]) -> None:
     """Refine causes with what only the whole pod shows."""
     real = [d for d in diffs if d.cause in ("DRAAmountMissing", "Unexplained")]
     if real and all(d.cause == "DRAAmountMissing" for d in real) and \
@@ -202,10 +246,12 @@ def _classify(pod: Pod, diffs: list[Divergence], pod_ok: bool) -> None:
             _assign(d, "PodLevelResources", f"the container has no {resource} limit of its own and should inherit "
                     f"the pod-level limit {plr.limits[resource]}; the kubelet or runtime did not apply pod-level "
                     "resources")
-        elif pod_ok:
-            _assign(d, "DriverOverride", "the container value was changed after the kubelet set it (an NRI plugin "
-                                         "or DRA driver); the pod-level bound still holds")
+        elif pod_ok and d.container in evidence:
+            _assign(d, "DriverOverride", f"the container value was changed after the kubelet set it (an NRI plugin "
+                    f"or DRA driver: {evidence[d.container]}); the pod-level bound still holds")
     for d in diffs:
         if d.cause == "Unexplained" and not d.message:
-            d.message = "no known cause explains this value"
+            d.message = "no known cause explains this value" + (
+                "; the pod-level bound holds, but nothing shows a driver or NRI plugin changed it" if pod_ok and
+                d.scope == "container" else "")
 

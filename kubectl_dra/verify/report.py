@@ -33,6 +33,7 @@ class PodVerdict(Part):
     expected_hash: str | None = None  # of the prediction used: a changed pod predicts differently
     stale: bool = False  # set by verify: the pod changed since observedAt, so this verdict is not trusted
     processes: dict[str, list[str]] = Field(default_factory=dict)  # diverged container -> "pid name" inside it
+    exclusive_cpus: dict[str, str] = Field(default_factory=dict)  # container -> cpuset the prediction assumed
 
 
 class Summary(Part):
@@ -53,6 +54,7 @@ class ReportStatus(Part):
     pods: list[PodVerdict] = Field(default_factory=list)
     message: str | None = None  # node-wide problems (unsupported cgroup version, unreadable root)
     node_options: dict = Field(default_factory=dict)  # everything the prediction used (for cross-checks)
+    node_options_source: dict[str, str] = Field(default_factory=dict)  # option -> where its value came from
     unreported_pods: list[str] = Field(default_factory=list)  # set by verify: on the node now, not in the report
 
 

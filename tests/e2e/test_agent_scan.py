@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from cgroup_tree import build_tree, set_file
 from click.testing import CliRunner
-from agentpods import NODE, agent_pod, both, node_pods
+from agentpods import NODE, NODE_OBJECT, agent_pod, both, node_pods
 from podspec import ctr
 
 from kubectl_dra.cgroups.options import NodeOptions
@@ -29,9 +29,12 @@ def inventory_of(pods):
     return inv
 
 
-def make(tmp_path, driver="systemd", runtime="containerd", formula="quadratic"):
+def make(tmp_path, driver="systemd", runtime="containerd", formula="quadratic", runtime_hugetlb=True, **more):
+    """A node whose runtime applies container hugepage limits unless told otherwise (containerd with
+    disable_hugetlb_controller = false), so each test sees only what it plants."""
     pods = node_pods(runtime)
-    options = NodeOptions(cgroup_driver=driver, runtime=runtime, weight_formula=formula, hugepage_sizes=[2 << 20, 1 << 30])
+    options = NodeOptions(cgroup_driver=driver, runtime=runtime, weight_formula=formula, hugepage_sizes=[2 << 20, 1 << 30],
+                          runtime_hugetlb=runtime_hugetlb, **more)
     dirs = build_tree(tmp_path, pods, options)
     return pods, dirs, CgroupFS(tmp_path / "fs" / "cgroup")
 
@@ -89,12 +92,25 @@ def test_weight_formula_detected_from_the_tree(tmp_path):
     assert set(verdicts(flagged).values()) == {"Match"}  # info only: the runtime's formula is a tolerance
 
 
-def test_driver_override_keeps_the_pod_bound(tmp_path):
-    pods, dirs, fs = make(tmp_path)
-    set_file(dirs[("guaranteed", "engine")], "cpu.max", "max 100000")  # e.g. an NRI plugin for exclusive CPUs
-    report = scan(NODE, inventory_of(pods), fs, {})
-    assert causes(report, "guaranteed") == [("engine", "cpu.max", "DriverOverride")]
+def test_a_changed_container_value_needs_evidence_to_be_excused(tmp_path):
+    """DriverOverride only where something shows an override happened; otherwise Unexplained."""
+    pods, dirs, fs = make(tmp_path, cpu_manager_policy="none")
+    engine = dirs[("guaranteed", "engine")]
+    set_file(engine, "cpu.max", "max 100000")  # quota gone, pod bound intact
+    set_file(engine, "cpuset.cpus", "")  # what the kubelet sets under the none policy
+    report = scan(NODE, inventory_of(pods), fs, {"cpu_manager_policy": "none"})
+    assert causes(report, "guaranteed") == [("engine", "cpu.max", "Unexplained")]
+    [d] = next(p for p in report.status.pods if p.name == "guaranteed").divergences
+    assert d.severity == "warning" and "nothing shows a driver or NRI plugin changed it" in d.message
+    assert verdicts(report)["guaranteed"] == "Diverged"
+    # an NRI plugin or DRA CPU driver pinned the container: the kubelet sets no cpuset under none
+    set_file(engine, "cpuset.cpus", "4-7")
+    report = scan(NODE, inventory_of(pods), fs, {"cpu_manager_policy": "none"})
+    [d] = next(p for p in report.status.pods if p.name == "guaranteed").divergences
+    assert (d.cause, d.severity) == ("DriverOverride", "info") and "cpuset.cpus is 4-7, the kubelet set none" in d.message
     assert verdicts(report)["guaranteed"] == "Match"
+    # the policy only assumed (default): a cpuset proves nothing, the divergence stays
+    assert causes(scan(NODE, inventory_of(pods), fs, {}), "guaranteed") == [("engine", "cpu.max", "Unexplained")]
 
 
 def test_pod_level_fallback_not_applied(tmp_path):
@@ -183,11 +199,12 @@ def test_hugepage_sizes_from_sysfs(tmp_path):
     assert CgroupFS(tmp_path / "fs" / "cgroup").hugepage_sizes() == [2 << 20, 1 << 30]
 
 
-def write_snapshot(tmp_path, pods):
+def write_snapshot(tmp_path, pods, node=True):
     import yaml
 
     path = tmp_path / "pods.yaml"
-    path.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": [p.raw for p in pods]}))
+    items = [p.raw for p in pods] + ([NODE_OBJECT] if node else [])
+    path.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": items}))
     return path
 
 
@@ -199,7 +216,7 @@ def test_cli_scan_once_exit_codes(tmp_path):
             str(tmp_path / "fs" / "cgroup")]
     ok = runner.invoke(agent_cli, args)
     assert ok.exit_code == 0, ok.output
-    assert ok.stdout.strip().endswith("1 node, 4 pods: 4 match, 0 diverged, 0 unknown")
+    assert "1 node, 4 pods: 4 match, 0 diverged, 0 unknown\n" in ok.stdout
     set_file(dirs[("burstable", "encoder")], "memory.max", str(8 << 30))
     bad = runner.invoke(agent_cli, [*args, "-o", "json"])
     assert bad.exit_code == 1

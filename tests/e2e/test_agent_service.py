@@ -114,11 +114,11 @@ def test_service_loop_recovers_after_outage(agent):
 def test_missing_crd_is_named(tmp_path, make_apiserver, kubeconfig_for):
     pods = node_pods()
     build_tree(tmp_path, pods, NodeOptions())
-    server = make_apiserver([p.raw for p in pods])
+    server = make_apiserver([p.raw for p in pods] + [NODE_OBJECT])
     agent = Agent(AgentConfig(node=NODE, cgroup_root=str(tmp_path / "fs" / "cgroup")),
                   KubeOptions(kubeconfig=str(kubeconfig_for(server))))
     agent.connect()
     with pytest.raises(ApiError, match=r"NodeEnforcementReport CRD \(nodeenforcementreports.kubectl-dra.io\) is "
-                                       r"not installed: kubectl apply -f manifests/crd.yaml"):
+                                       r"not installed: kubectl apply -f manifests/agent/crd.yaml"):
         agent.scan_once()
     assert agent.report is not None  # the scan itself succeeded and is served

@@ -375,3 +375,87 @@ def test_memory_qos_without_a_limit_uses_node_allocatable():
     assert "memory.high" not in container_files(pod, "c", memory_qos="legacy")
     files = container_files(pod, "c", memory_qos="legacy", node_allocatable_memory=11 * GI)
     assert files["memory.high"] == str((GI + int(Q("0.9").as_fraction() * 10 * GI)) // 4096 * 4096)
+
+
+# ---- static CPU manager, cpuCFSQuota and CFS period (node-state.md §2, §7) --------------------
+
+def static(pod, **options):
+    return predict(pod, cpu_manager_policy="static", **options)
+
+
+def test_worked_example_a_static_policy():
+    """node-state.md example A: Guaranteed, app 2 CPUs (exclusive) + side 500m (shared)."""
+    pod = spec_pod([ctr("app", R("2", "1Gi"), R("2", "1Gi")), ctr("side", R("500m", "256Mi"), R("500m", "256Mi"))])
+    gate_on = static(pod)
+    files = {c.name: c.files for c in gate_on.containers}
+    assert gate_on.pod.files["cpu.max"] == "max 100000" and gate_on.pod.files["memory.max"] == "1342177280"
+    assert files["app"]["cpu.max"] == "max 100000" and files["side"]["cpu.max"] == "50000 100000"
+    assert gate_on.exclusive_cpus == {"app": ""}
+    # weights are unchanged by exclusivity: pod 2560 shares linear 98; containers quadratic 174 and 59
+    assert (gate_on.pod.files["cpu.weight"], files["app"]["cpu.weight"], files["side"]["cpu.weight"]) == ("98", "174", "59")
+    # the same pod under the none policy ("gate off / 1.32" column): every quota stays
+    none = predict(pod)
+    assert none.pod.files["cpu.max"] == "250000 100000"
+    assert {c.name: c.files["cpu.max"] for c in none.containers} == {"app": "200000 100000", "side": "50000 100000"}
+
+
+def test_upstream_cpu_manager_e2e_only_the_exclusive_container_loses_its_quota():
+    """test/e2e_node/cpu_manager_test.go: 500m + 1 CPU, gate on -> pod max, 50000, max."""
+    pod = spec_pod([ctr("frac", R("500m", "100Mi"), R("500m", "100Mi")), ctr("whole", R("1", "100Mi"), R("1", "100Mi"))])
+    result = static(pod)
+    assert result.pod.files["cpu.max"] == "max 100000"
+    assert {c.name: c.files["cpu.max"] for c in result.containers} == {"frac": "50000 100000", "whole": "max 100000"}
+
+
+def test_exclusive_cpus_need_guaranteed_whole_cpus_and_no_pod_level_resources():
+    init_only = spec_pod([ctr("app", R("500m", "1Gi"), R("500m", "1Gi"))],
+                         init=[ctr("warm", R("1", "1Gi"), R("1", "1Gi"))])
+    result = static(init_only)  # an init container with whole CPUs puts the pod at max
+    assert result.pod.files["cpu.max"] == "max 100000" and result.exclusive_cpus == {"warm": ""}
+    assert [c.files["cpu.max"] for c in result.containers] == ["max 100000", "50000 100000"]
+    burstable = spec_pod([ctr("app", R("2", "1Gi"), R("2", "2Gi"))])
+    assert static(burstable).exclusive_cpus == {} and static(burstable).pod.files["cpu.max"] == "200000 100000"
+    fractional = spec_pod([ctr("app", R("1500m", "1Gi"), R("1500m", "1Gi"))])
+    assert static(fractional).exclusive_cpus == {}
+    # PodLevelResourceManagers is off by default in 1.37: the static policy skips pod-level pods
+    plr = spec_pod([ctr("app", R("2", "1Gi"), R("2", "1Gi"))], plr={"requests": R("2", "1Gi"), "limits": R("2", "1Gi")})
+    assert static(plr).exclusive_cpus == {} and static(plr).pod.files["cpu.max"] == "200000 100000"
+
+
+def test_exact_assignments_win_over_the_policy_rule():
+    """From cpu_manager_state: a container is exclusive iff its entry holds a cpuset."""
+    pod = spec_pod([ctr("app", R("2", "1Gi"), R("2", "1Gi")), ctr("side", R("500m", "256Mi"), R("500m", "256Mi"))])
+    options = NodeOptions(hugepage_sizes=[], cpu_manager_policy="static")
+    none_pinned = predict_pod(pod, [], options, {})  # admitted before the policy changed: nothing pinned
+    assert none_pinned.pod.files["cpu.max"] == "250000 100000" and none_pinned.exclusive_cpus == {}
+    pinned = predict_pod(pod, [], options, {"app": "1-2"})
+    assert pinned.exclusive_cpus == {"app": "1-2"} and "exclusive CPUs 1-2" in pinned.containers[0].because["cpu.max"]
+
+
+def test_worked_example_d_cfs_period_and_quota_switch():
+    """node-state.md example D: cpuCFSQuotaPeriod 50ms, exclusive CPUs, cpuCFSQuota false."""
+    half = spec_pod([ctr("a", R("500m", "100Mi"), R("500m", "100Mi")), ctr("b", R("500m", "100Mi"), R("500m", "100Mi"))])
+    tuned = predict(half, cpu_cfs_period=50000)
+    assert tuned.pod.files["cpu.max"] == "50000 50000" and tuned.containers[0].files["cpu.max"] == "25000 50000"
+    whole = spec_pod([ctr("a", R("500m", "100Mi"), R("500m", "100Mi")), ctr("b", R("1", "100Mi"), R("1", "100Mi"))])
+    pinned = static(whole, cpu_cfs_period=50000)
+    assert pinned.pod.files["cpu.max"] == "max 50000" and pinned.containers[1].files["cpu.max"] == "max 50000"
+    off = predict(half, cpu_cfs_quota=False)
+    assert off.pod.files["cpu.max"] == "max 100000" and {c.files["cpu.max"] for c in off.containers} == {"max 100000"}
+    off_tuned = predict(half, cpu_cfs_quota=False, cpu_cfs_period=50000)
+    # the pod gets quota -1 with the kubelet's period; containers get nothing, so the kernel default shows
+    assert off_tuned.pod.files["cpu.max"] == "max 50000" and off_tuned.containers[0].files["cpu.max"] == "max 100000"
+
+
+def test_pod_level_hugepages_are_inherited_by_containers_without_their_own():
+    """GetHugepageLimitsFromResources (1.37): pod-level limit, own limit over it, DRA cases A/B/C."""
+    pod = spec_pod([ctr("own", R("1", "1Gi"), {"cpu": "1", "memory": "1Gi", "hugepages-2Mi": "4Mi"}, claims=["x"]),
+                    ctr("bare", R("1", "1Gi"), claims=["x"]), ctr("none", R("1", "1Gi"))],
+                   plr={"requests": {"cpu": "4", "memory": "4Gi", "hugepages-2Mi": "10Mi"},
+                        "limits": {"cpu": "4", "memory": "4Gi", "hugepages-2Mi": "10Mi"}},
+                   entries=[entry("x", ["own", "bare"], {"hugepages-2Mi": "2Mi", "hugepages-1Gi": "1Gi"})])
+    files = {c.name: c.files for c in predict(pod, hugepage_sizes=[2 * MI, GI]).containers}
+    assert files["own"]["hugetlb.2MB.max"] == str(6 * MI)  # case A: own limit + DRA
+    assert files["bare"]["hugetlb.2MB.max"] == str(10 * MI)  # case C: the pod-level limit, DRA not added
+    assert files["bare"]["hugetlb.1GB.max"] == str(GI)  # case B: no limit at either level -> the DRA amount
+    assert files["none"]["hugetlb.2MB.max"] == str(10 * MI) and files["none"]["hugetlb.1GB.max"] == "0"

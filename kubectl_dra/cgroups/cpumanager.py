@@ -1,0 +1,83 @@
+"""The kubelet's CPU manager checkpoint (``cpu_manager_state``): policy and exclusive cpusets.
+
+Two shapes (node-state.md §3): the legacy top-level ``policyName``, ``defaultCpuSet``, ``entries``
+(pod UID -> container -> cpuset), and 1.37's ``data`` (a JSON *string* holding the same keys, plus
+``podEntries`` and ``baselines``), which is authoritative when present. A container holds exclusive
+CPUs exactly when ``entries[podUID][container]`` is a non-empty cpuset (``containerHasExclusiveCPUs``).
+The checksums are FNV hashes of Go's deep-hash dump: opaque, so they are not verified here.
+"""
+
+from __future__ import annotations
+
+import json
+
+from pydantic import Field
+
+from kubectl_dra.document import Part
+
+
+class CPUManagerState(Part):
+    policy_name: str
+    default_cpu_set: str = ""
+    entries: dict[str, dict[str, str]] = Field(default_factory=dict)  # pod UID -> container -> cpuset
+    form: str = "legacy"  # legacy | data (1.37)
+
+    def exclusive(self, pod_uid: str) -> dict[str, str]:
+        """Container -> exclusive cpuset for one pod (empty: none of its containers is pinned)."""
+        return {name: cpus for name, cpus in self.entries.get(pod_uid, {}).items() if cpus}
+
+
+class CPUManagerStateError(ValueError):
+    """The file is not a CPU manager checkpoint this tool can read."""
+
+
+def _entries(value, where: str) -> dict[str, dict[str, str]]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or not all(
+            isinstance(containers, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in containers.items())
+            for containers in value.values()):
+        raise CPUManagerStateError(f"{where}: entries must map pod UIDs to container -> cpuset")
+    return value
+
+
+def parse_cpu_manager_state(text: str) -> CPUManagerState:
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise CPUManagerStateError(f"not JSON: {exc.msg} at line {exc.lineno}") from None
+    if not isinstance(document, dict):
+        raise CPUManagerStateError("not a JSON object")
+    form = "legacy"
+    if isinstance(document.get("data"), str) and document["data"]:
+        try:
+            data = json.loads(document["data"])
+        except json.JSONDecodeError as exc:
+            raise CPUManagerStateError(f"data: not JSON: {exc.msg}") from None
+        if not isinstance(data, dict):
+            raise CPUManagerStateError("data: not a JSON object")
+        document, form = data, "data"
+    policy = document.get("policyName")
+    if not isinstance(policy, str) or not policy:
+        raise CPUManagerStateError("no policyName")
+    default = document.get("defaultCpuSet") or ""
+    if not isinstance(default, str):
+        raise CPUManagerStateError("defaultCpuSet must be a string")
+    return CPUManagerState(policy_name=policy, default_cpu_set=default,
+                           entries=_entries(document.get("entries"), form), form=form)
+
+
+def parse_cpuset(text: str) -> frozenset[int] | None:
+    """``0-3,8`` -> {0, 1, 2, 3, 8}; ``""`` -> {}; None for text that is no cpuset."""
+    cpus: set[int] = set()
+    for part in text.strip().split(","):
+        if not part:
+            continue
+        low, _, high = part.partition("-")
+        if not low.isdigit() or (high and not high.isdigit()):
+            return None
+        first, last = int(low), int(high or low)
+        if last < first:
+            return None
+        cpus.update(range(first, last + 1))
+    return frozenset(cpus)

@@ -1,0 +1,65 @@
+"""The kubelet's own state files under its root directory (``--kubelet-root``, default
+``/var/lib/kubelet``; in the DaemonSet one read-only file mount each, under ``/host``).
+
+Every file is optional: a missing one means "not mounted" (the agent then predicts from the pod
+specs and says so); an unreadable or malformed one is reported, never guessed around. The kubelet
+writes its checkpoints 0600 root, so reading them needs the opt-in ``manifests/kubelet-state``
+overlay.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+from dataclasses import dataclass
+
+from kubectl_dra.cgroups.cpumanager import CPUManagerState, CPUManagerStateError, parse_cpu_manager_state
+
+DEFAULT_KUBELET_ROOT = "/var/lib/kubelet"
+CPU_MANAGER_STATE = "cpu_manager_state"
+MAX_STATE_BYTES = 16 << 20
+
+
+@dataclass
+class KubeletState:
+    root: str | None
+    cpu_manager: CPUManagerState | None = None
+    problems: list[str] | None = None  # what could not be read, one line each
+
+    @property
+    def cpu_manager_source(self) -> str:
+        return f"{os.path.join(self.root or '', CPU_MANAGER_STATE)} ({self.cpu_manager.form} form)" \
+            if self.cpu_manager else ""
+
+
+def _read(path: str) -> tuple[str | None, str | None]:
+    """(text, problem); (None, None) when the file is simply not there."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_STATE_BYTES + 1)
+    except FileNotFoundError:
+        return None, None
+    except OSError as exc:
+        why = "permission denied (the kubelet writes it 0600 root: deploy manifests/kubelet-state)" \
+            if exc.errno in (errno.EACCES, errno.EPERM) else (exc.strerror or str(exc))
+        return None, f"cannot read {path}: {why}"
+    if len(data) > MAX_STATE_BYTES:
+        return None, f"cannot read {path}: larger than {MAX_STATE_BYTES} bytes"
+    return data.decode("utf-8", "replace"), None
+
+
+def read_kubelet_state(root: str | None) -> KubeletState:
+    state = KubeletState(root=root, problems=[])
+    if not root:
+        return state
+    path = os.path.join(root, CPU_MANAGER_STATE)
+    text, problem = _read(path)
+    if problem:
+        state.problems.append(problem)
+    elif text is not None:
+        try:
+            state.cpu_manager = parse_cpu_manager_state(text)
+        except CPUManagerStateError as exc:
+            state.problems.append(f"{path}: not a CPU manager checkpoint this tool can read ({exc}); the CPU manager "
+                                  "policy and exclusive CPUs are not taken from it")
+    return state

@@ -1,0 +1,242 @@
+"""Verdicts a node can trust: the static CPU manager (from cpu_manager_state or the tree),
+containerd's hugetlb default, and exit codes that say what was and was not checked.
+
+Every tree is written as the kubelet and runtime would, then scanned through the real file
+reads; state files are written in the kubelet's JSON shapes by the test itself.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import yaml
+from agentpods import NODE, NODE_OBJECT, agent_pod, both, node_pods
+from cgroup_tree import build_tree, set_file
+from click.testing import CliRunner
+from podspec import ctr
+
+from kubectl_dra.cgroups.options import NodeOptions
+from kubectl_dra.model.inventory import Inventory
+from node_agent.__main__ import cli as agent_cli
+from node_agent.cgroupfs import CgroupFS
+from node_agent.kubeletstate import read_kubelet_state
+from node_agent.scan import scan
+
+PINNED_UID = "5b1c0e2a-7d3f-4c1e-9a8b-2f6d4e1c0a99"
+
+
+def pinned_pod():
+    """node-state.md worked example A: Guaranteed, app 2 CPUs (exclusive), side 500m (shared)."""
+    return agent_pod("pinned", [ctr("app", both(2, "1Gi"), both(2, "1Gi")),
+                                ctr("side", both("500m", "256Mi"), both("500m", "256Mi"))], qos_uid=PINNED_UID)
+
+
+def inventory_of(pods):
+    inv = Inventory()
+    inv.extend(pods)
+    return inv
+
+
+def by_name(report):
+    return {p.name: p for p in report.status.pods}
+
+
+def legacy_state(policy="static", entries=None):
+    return {"policyName": policy, "defaultCpuSet": "0,3-7",
+            "entries": entries if entries is not None else {PINNED_UID: {"app": "1-2"}}, "checksum": 1467113090}
+
+
+def write_state(directory, document):
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "cpu_manager_state").write_text(json.dumps(document))
+    return read_kubelet_state(str(directory))
+
+
+def static_tree(tmp_path, pods):
+    options = NodeOptions(cpu_manager_policy="static", hugepage_sizes=[2 << 20, 1 << 30], runtime_hugetlb=True)
+    return build_tree(tmp_path / "sys", pods, options, exclusive={PINNED_UID: {"app": "1-2"}}, cpusets=True)
+
+
+def test_static_policy_and_assignments_from_cpu_manager_state(tmp_path):
+    pods = [pinned_pod()]
+    dirs = static_tree(tmp_path, pods)
+    assert (dirs[("pinned", None)] / "cpu.max").read_text() == "max 100000\n"  # the pod: exclusive CPUs
+    assert (dirs[("pinned", "app")] / "cpu.max").read_text() == "max 100000\n"
+    assert (dirs[("pinned", "side")] / "cpu.max").read_text() == "50000 100000\n"  # shared: keeps its quota
+    fs = CgroupFS(tmp_path / "sys" / "fs" / "cgroup")
+    kubelet = write_state(tmp_path / "kubelet", legacy_state())
+    report = scan(NODE, inventory_of(pods), fs, {}, kubelet=kubelet)
+    verdict = by_name(report)["pinned"]
+    assert verdict.verdict == "Match" and verdict.divergences == [] and verdict.exclusive_cpus == {"app": "1-2"}
+    assert report.status.node_options["cpuManagerPolicy"] == "static"
+    assert report.status.node_options_source["cpuManagerPolicy"] == \
+        f"{tmp_path / 'kubelet' / 'cpu_manager_state'} (legacy form)"
+
+
+def test_the_1_37_data_form_wins_over_the_legacy_fields(tmp_path):
+    pods = [pinned_pod()]
+    static_tree(tmp_path, pods)
+    fs = CgroupFS(tmp_path / "sys" / "fs" / "cgroup")
+    data = {"policyName": "static", "defaultCpuSet": "0,3-7", "entries": {PINNED_UID: {"app": "1-2"}},
+            "podEntries": {}, "baselines": {}}
+    document = {"policyName": "none", "defaultCpuSet": "", "checksum": 1, "data": json.dumps(data),
+                "dataChecksum": 2}
+    report = scan(NODE, inventory_of(pods), fs, {}, kubelet=write_state(tmp_path / "kubelet", document))
+    assert by_name(report)["pinned"].verdict == "Match"
+    assert report.status.node_options_source["cpuManagerPolicy"].endswith("(data form)")
+
+
+def test_state_that_disagrees_with_the_tree_is_a_divergence(tmp_path):
+    """The kubelet's state says app is exclusive, yet its cgroup carries a quota."""
+    pods = [pinned_pod()]
+    dirs = static_tree(tmp_path, pods)
+    set_file(dirs[("pinned", "app")], "cpu.max", "200000 100000")
+    fs = CgroupFS(tmp_path / "sys" / "fs" / "cgroup")
+    report = scan(NODE, inventory_of(pods), fs, {}, kubelet=write_state(tmp_path / "kubelet", legacy_state()))
+    verdict = by_name(report)["pinned"]
+    assert verdict.verdict == "Diverged"
+    assert [(d.container, d.file, d.expected, d.observed) for d in verdict.divergences] == [
+        ("app", "cpu.max", "max 100000", "200000 100000")]
+
+
+def test_policy_detected_from_the_tree_without_the_state_file(tmp_path):
+    pods = [pinned_pod()]
+    static_tree(tmp_path, pods)
+    fs = CgroupFS(tmp_path / "sys" / "fs" / "cgroup")
+    report = scan(NODE, inventory_of(pods), fs, {}, kubelet=read_kubelet_state(str(tmp_path / "no-kubelet")))
+    assert by_name(report)["pinned"].verdict == "Match"
+    assert (report.status.node_options["cpuManagerPolicy"], report.status.node_options_source["cpuManagerPolicy"]) == (
+        "static", "cgroup tree")
+    # the same pod under the none policy: quotas everywhere, detected as none
+    none_tree = build_tree(tmp_path / "none", pods, NodeOptions(hugepage_sizes=[2 << 20, 1 << 30], runtime_hugetlb=True))
+    assert (none_tree[("pinned", "app")] / "cpu.max").read_text() == "200000 100000\n"
+    report = scan(NODE, inventory_of(pods), CgroupFS(tmp_path / "none" / "fs" / "cgroup"), {})
+    assert by_name(report)["pinned"].verdict == "Match"
+    assert report.status.node_options_source["cpuManagerPolicy"] == "cgroup tree"
+    # told static by a flag while the tree says none: the flag is trusted, the values diverge
+    flagged = scan(NODE, inventory_of(pods), CgroupFS(tmp_path / "none" / "fs" / "cgroup"),
+                   {"cpu_manager_policy": "static"})
+    assert by_name(flagged)["pinned"].verdict == "Diverged"
+
+
+def test_unreadable_or_garbage_state_is_said_not_guessed(tmp_path):
+    kubelet = tmp_path / "kubelet"
+    kubelet.mkdir()
+    (kubelet / "cpu_manager_state").write_text("{not json")
+    state = read_kubelet_state(str(kubelet))
+    assert state.cpu_manager is None and "not a CPU manager checkpoint" in state.problems[0]
+    assert read_kubelet_state(str(tmp_path / "absent")).problems == []  # not mounted: nothing to say
+    (kubelet / "cpu_manager_state").write_text(json.dumps(legacy_state()))
+    (kubelet / "cpu_manager_state").chmod(0)
+    state = read_kubelet_state(str(kubelet))
+    import os
+
+    if os.geteuid() != 0:  # root reads it anyway
+        assert "permission denied" in state.problems[0] and "manifests/kubelet-state" in state.problems[0]
+
+
+def containerd_default_tree(tmp_path):
+    pods = node_pods()
+    options = NodeOptions(hugepage_sizes=[2 << 20, 1 << 30])  # containerd, disable_hugetlb_controller default
+    return pods, build_tree(tmp_path, pods, options), CgroupFS(tmp_path / "fs" / "cgroup")
+
+
+def test_containerd_hugetlb_default_is_info_and_keeps_the_match(tmp_path):
+    pods, dirs, fs = containerd_default_tree(tmp_path)
+    assert (dirs[("guaranteed", "engine")] / "hugetlb.2MB.max").read_text() == "max\n"
+    assert (dirs[("guaranteed", None)] / "hugetlb.2MB.max").read_text() == str(4 << 20) + "\n"  # the kubelet's own
+    report = scan(NODE, inventory_of(pods), fs, {})
+    assert {p.verdict for p in report.status.pods} == {"Match"}
+    assert (report.status.node_options["runtimeHugetlb"], report.status.node_options_source["runtimeHugetlb"]) == (
+        False, "cgroup tree")
+    rows = [(p.name, d.container, d.file, d.expected, d.observed, d.cause, d.severity)
+            for p in report.status.pods for d in p.divergences]
+    # only where the kubelet asked for pages: files it sets to 0 are bounded by the pod's 0 anyway
+    assert rows == [("guaranteed", "engine", "hugetlb.2MB.max", str(4 << 20), "max", "RuntimeHugetlbDisabled", "info"),
+                    ("guaranteed", "engine", "hugetlb.2MB.rsvd.max", str(4 << 20), "max", "RuntimeHugetlbDisabled",
+                     "info")]
+
+
+def test_a_number_elsewhere_proves_the_runtime_applies_them(tmp_path):
+    pods, dirs, fs = containerd_default_tree(tmp_path)
+    set_file(dirs[("burstable", "encoder")], "hugetlb.1GB.max", "0")  # this runtime does write container limits
+    report = scan(NODE, inventory_of(pods), fs, {})
+    assert report.status.node_options["runtimeHugetlb"] is True
+    assert by_name(report)["guaranteed"].verdict == "Diverged"
+    forced = scan(NODE, inventory_of(pods), fs, {"runtime_hugetlb": True})
+    engine = [d for d in by_name(forced)["guaranteed"].divergences if d.container == "engine"]
+    assert engine and all(d.cause == "Unexplained" and "applies container hugepage limits" in d.message for d in engine)
+    assert by_name(forced)["guaranteed"].verdict == "Diverged"
+
+
+def test_some_other_container_hugetlb_number_stays_a_divergence(tmp_path):
+    pods, dirs, fs = containerd_default_tree(tmp_path)
+    set_file(dirs[("guaranteed", "engine")], "hugetlb.2MB.max", str(2 << 20))  # half of what the kubelet sent
+    report = scan(NODE, inventory_of(pods), fs, {"runtime_hugetlb": False})
+    assert by_name(report)["guaranteed"].verdict == "Diverged"
+    assert ("engine", "hugetlb.2MB.max", "Unexplained") in [(d.container, d.file, d.cause)
+                                                             for d in by_name(report)["guaranteed"].divergences]
+
+
+# ---- exit codes and node names through the CLIs -----------------------------------------------
+
+def write_snapshot(tmp_path, pods, *, node=True):
+    items = [p.raw for p in pods] + ([NODE_OBJECT] if node else [])
+    path = tmp_path / "snap.yaml"
+    path.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": items}))
+    return str(path)
+
+
+def agent(*args, env=None):
+    result = CliRunner().invoke(agent_cli, list(args), env=env)
+    return result
+
+
+def test_scan_once_refuses_a_node_that_is_not_a_node(tmp_path):
+    pods, _, _ = containerd_default_tree(tmp_path)
+    snapshot, root = write_snapshot(tmp_path, pods), str(tmp_path / "fs" / "cgroup")
+    wrong = agent("scan", "--once", "--snapshot", snapshot, "--node", "worker-9", "--cgroup-root", root)
+    assert wrong.exit_code == 2 and 'node "worker-9" not found' in wrong.stderr and wrong.stdout == ""
+    # no --node: NODE_NAME wins; this machine's hostname is no Node, so without it: ask for --node
+    named = agent("scan", "--once", "--snapshot", snapshot, "--cgroup-root", root, env={"NODE_NAME": NODE})
+    assert named.exit_code == 0 and "1 node, 4 pods: 4 match" in named.stdout
+    host = agent("scan", "--once", "--snapshot", snapshot, "--cgroup-root", root, env={"NODE_NAME": ""})
+    assert host.exit_code == 2 and "is not a Node" in host.stderr and "pass --node NAME" in host.stderr
+
+
+def test_a_node_without_pods_checks_nothing_and_says_so(tmp_path):
+    (tmp_path / "fs" / "cgroup").mkdir(parents=True)
+    (tmp_path / "fs" / "cgroup" / "cgroup.controllers").write_text("cpu memory hugetlb\n")
+    snapshot = write_snapshot(tmp_path, [])
+    result = agent("scan", "--once", "--snapshot", snapshot, "--node", NODE, "--cgroup-root",
+                   str(tmp_path / "fs" / "cgroup"))
+    assert result.exit_code == 0 and "1 node: no pods to check (nothing was verified)" in result.stdout
+
+
+def test_unreadable_pods_are_not_success(tmp_path, dra):
+    pods, dirs, _ = containerd_default_tree(tmp_path)
+    shutil.rmtree(dirs[("besteffort", None)])
+    snapshot, root = write_snapshot(tmp_path, pods), str(tmp_path / "fs" / "cgroup")
+    scanned = agent("scan", "--once", "--snapshot", snapshot, "--node", NODE, "--cgroup-root", root)
+    assert scanned.exit_code == 2 and "1 node, 4 pods: 3 match, 0 diverged, 1 unknown" in scanned.stdout
+    verified = dra("verify", "--snapshot", snapshot, "--node", NODE, "--cgroup-root", root)
+    assert verified.exit_code == 4 and "3 match, 0 diverged, 1 unknown" in verified.stdout
+    assert "1 pod was not verified" in verified.stderr
+    set_file(dirs[("burstable", "encoder")], "memory.max", str(8 << 30))  # a divergence beats "partial"
+    assert agent("scan", "--once", "--snapshot", snapshot, "--node", NODE, "--cgroup-root", root).exit_code == 1
+    assert dra("verify", "--snapshot", snapshot, "--node", NODE, "--cgroup-root", root).exit_code == 1
+
+
+def test_verify_names_what_does_not_exist(tmp_path, dra):
+    pods, _, _ = containerd_default_tree(tmp_path)
+    snapshot, root = write_snapshot(tmp_path, pods), str(tmp_path / "fs" / "cgroup")
+    local = dra("verify", "--snapshot", snapshot, "--node", "worker-9", "--cgroup-root", root)
+    assert local.exit_code == 3 and 'node "worker-9" not found' in local.stderr
+    nameless = dra("verify", "--snapshot", snapshot, "--cgroup-root", root, env={"NODE_NAME": ""})
+    assert nameless.exit_code == 3 and "pass --node NAME" in nameless.stderr
+    pod = dra("verify", "nope", "-n", "ml", "--snapshot", snapshot, "--node", NODE, "--cgroup-root", root)
+    assert pod.exit_code == 3 and pod.stderr.strip() == 'error: pod "nope" not found in namespace ml'
+    fine = dra("verify", "burstable", "-n", "ml", "--snapshot", snapshot, "--node", NODE, "--cgroup-root", root)
+    assert fine.exit_code == 0 and "1 node, 1 pod: 1 match, 0 diverged, 0 unknown" in fine.stdout
+    assert "runtime hugetlb off (cgroup tree)" in fine.stdout  # every option says where it came from
