@@ -72,8 +72,8 @@ def _child_procs(fs, pod_cgroup: str) -> list[int]:
 def check_network(report: NodeEnforcementReport, inventory: Inventory, source, fs, proc_root: str = "/proc",
                   host_interfaces: set[str] | None = None) -> None:
     """Add a divergence per misplaced network device to the pods of ``report``."""
-    extra = source.read([ReadRequest(ResourceClaim), ReadRequest(ResourceSlice,
-                                                                 field_selector=f"spec.nodeName={report.metadata.name}")])
+    # every slice: a device can reach this node by nodeName, nodeSelector, allNodes or per-device selection
+    extra = source.read([ReadRequest(ResourceClaim), ReadRequest(ResourceSlice)])
     inventory.extend(extra.all(ResourceClaim))
     inventory.extend(extra.all(ResourceSlice))
     host = host_interfaces if host_interfaces is not None else interfaces()

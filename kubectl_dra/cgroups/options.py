@@ -25,7 +25,7 @@ class NodeOptions(Part):
     hugepage_sizes: list[int] = Field(default_factory=lambda: [2 * MI, GI])  # bytes, host page sizes
     kubelet_dra: bool = True
     kubelet_cgroup_root: str = "/"
-    memory_qos: Literal["off", "legacy", "tiered"] = "off"
+    memory_qos: Literal["off", "none", "tiered", "legacy"] = "off"  # MemoryQoS gate; reservation policy
     memory_throttling_factor: str = "0.9"
     node_allocatable_memory: int | None = None  # bytes; memory.high of containers without a limit
     runtime_hugetlb: bool | None = None  # the runtime applies container hugepage limits; None: its default

@@ -8,6 +8,7 @@ come only from the recorded 1.37 claim entries, as the kubelet reads nothing els
 from __future__ import annotations
 
 import hashlib
+import math
 from typing import Iterable
 
 from pydantic import Field
@@ -243,24 +244,81 @@ def _pod_files(pod: Pod, qos: str, path: str, entries: list[ClaimEntry], options
         files.set(f"hugetlb.{name}.rsvd.max", str(value), "same value as .max (opencontainers/cgroups)")
 
     if options.memory_qos != "off":
-        _pod_memory_qos(files, qos, req, lim, memory_declared, options)
+        _pod_memory_qos(files, pod, qos, req, options)
     return files
 
 
-def _pod_memory_qos(files: CgroupFiles, qos: str, req, lim, memory_declared: bool, options: NodeOptions) -> None:
+def _pod_memory_qos(files: CgroupFiles, pod: Pod, qos: str, req, options: NodeOptions) -> None:
+    """ResourceConfigForPod (memory.min/low, TieredReservation; before 1.36 memory.min) and
+    ApplyPodLevelMemoryHigh (memory.high, only for pods with pod-level resources)."""
     request = req["memory"].value() if "memory" in req else 0
-    if request:
-        name = "memory.low" if options.memory_qos == "tiered" and qos == "Burstable" else "memory.min"
-        files.set(name, str(request), f"Memory QoS ({options.memory_qos}): pod memory requests incl. DRA")
-    if qos != "Guaranteed" and memory_declared and "memory" in lim:
-        high = _memory_high(request, lim["memory"].value(), options)
-        files.set("memory.high", str(high), f"Memory QoS: request + {options.memory_throttling_factor} x "
-                                            "(limit - request), whole pages")
+    if request and options.memory_qos == "tiered" and qos in ("Guaranteed", "Burstable"):
+        name = "memory.min" if qos == "Guaranteed" else "memory.low"
+        files.set(name, str(request), f"Memory QoS (TieredReservation): {qos} pod -> {name} = memory requests "
+                                      "incl. DRA")
+    elif request and options.memory_qos == "legacy":
+        files.set("memory.min", str(request), "Memory QoS (kubelets before 1.36): memory requests incl. DRA")
+    if not pod_level_resources_set(pod):
+        return
+    declared = all("memory" in c.resources.limits and not c.resources.limits["memory"].is_zero()
+                   for c in pod.all_containers())
+    plr_limit = pod.spec.resources.limits.get("memory")
+    if not declared and (plr_limit is None or plr_limit.is_zero()):
+        return
+    without_dra_req, without_dra_lim = pod_requests(pod), pod_limits(pod)  # ApplyPodLevelMemoryHigh adds no DRA
+    request = without_dra_req["memory"].value() if "memory" in without_dra_req else 0
+    limit = without_dra_lim["memory"].value() if "memory" in without_dra_lim else 0
+    if (request == limit and request) or not limit:
+        return
+    high = _memory_high(request, limit, options)
+    if high > request:
+        files.set("memory.high", str(high), f"Memory QoS, pod-level resources: request + "
+                                            f"{options.memory_throttling_factor} x (limit - request), whole pages")
 
 
 def _memory_high(request: int, limit: int, options: NodeOptions) -> int:
-    value = request + options.throttling * (limit - request)
-    return int(value) // f.PAGE_SIZE * f.PAGE_SIZE
+    """The kubelet's formula in float64, as Go computes it: floor(req + (limit - req) x factor), in
+    whole pages."""
+    value = math.floor(float(request) + (float(limit) - float(request)) * float(options.memory_throttling_factor))
+    return int(value / f.PAGE_SIZE) * f.PAGE_SIZE
+
+
+def _container_memory_qos(out: ContainerCgroup, pod: Pod, container: Container, dra, plr_limits,
+                          options: NodeOptions) -> None:
+    """generateLinuxContainerResources with enforceMemoryQoS (1.37)."""
+    request = container.resources.requests.get("memory")
+    request = request.value() if request is not None else 0
+    spec_limit = container.resources.limits.get("memory")
+    spec_limit = spec_limit.value() if spec_limit is not None else 0
+    if options.memory_qos == "legacy":
+        if request:
+            out.set("memory.min", str(request), "Memory QoS (kubelets before 1.36): memory request (DRA not added)")
+    elif request and options.memory_qos == "tiered":
+        guaranteed = qos_class(pod) == "Guaranteed"
+        name = "memory.min" if guaranteed else "memory.low"
+        kind = "Guaranteed" if guaranteed else "not Guaranteed"
+        out.set(name, str(request), f"Memory QoS (TieredReservation): {kind} pod -> {name} = memory request "
+                                    "(DRA not added)")
+    else:
+        reason = "Memory QoS (reservation policy None): no memory protection"
+        out.set("memory.min", "0", reason)
+        out.set("memory.low", "0", reason)
+    inherited = plr_limits is not None and "memory" in plr_limits and not plr_limits["memory"].is_zero()
+    if spec_limit == 0 and inherited:
+        return  # the pod cgroup's memory.high throttles it (skipContainerMemoryHigh)
+    if request == spec_limit and request != 0:
+        return  # request == limit: nothing to throttle before the limit
+    limit, source = spec_limit, "limit"
+    if "memory" in dra and spec_limit and out.files.get("memory.max", "max") != "max":
+        limit, source = int(out.files["memory.max"]), "limit incl. DRA"
+    if not limit:
+        if not options.node_allocatable_memory:
+            return
+        limit, source = options.node_allocatable_memory, "node allocatable memory (no limit)"
+    high = _memory_high(request, limit, options)
+    if high and high > request:
+        out.set("memory.high", str(high), f"Memory QoS: request + {options.memory_throttling_factor} x "
+                                          f"({source} - request), whole pages")
 
 
 def _container_files(pod: Pod, container: Container, kind: str, pod_path: str, entries: list[ClaimEntry],
@@ -333,18 +391,6 @@ def _container_files(pod: Pod, container: Container, kind: str, pod_path: str, e
             out.cri_hugepages[f"hugetlb.{name}.rsvd.max"] = str(value)
 
     if options.memory_qos != "off":
-        qos = qos_class(pod)
-        request = requests["memory"].value() if "memory" in requests else 0
-        if request:
-            name = "memory.low" if options.memory_qos == "tiered" and qos == "Burstable" else "memory.min"
-            out.set(name, str(request), f"Memory QoS ({options.memory_qos}): memory request (DRA not added)")
-        if qos != "Guaranteed":
-            limit = out.files["memory.max"]
-            if limit != "max":
-                out.set("memory.high", str(_memory_high(request, int(limit), options)),
-                        f"Memory QoS: request + {options.memory_throttling_factor} x (limit incl. DRA - request)")
-            elif options.node_allocatable_memory:
-                out.set("memory.high", str(_memory_high(request, options.node_allocatable_memory, options)),
-                        "Memory QoS: no limit, so node allocatable memory stands in for it")
+        _container_memory_qos(out, pod, container, dra, plr_limits, options)
     return out
 

@@ -32,8 +32,10 @@ _SPECS = [
                               help="Whether the kubelet adds node-allocatable DRA amounts to cgroups [default: "
                                    "from the Node's status.declaredFeatures (DRANodeAllocatableResources), else on].")),
     (("--kubelet-cgroup-root",), dict(metavar="PATH", help="Kubelet --cgroup-root [default: /].")),
-    (("--memory-qos",), dict(type=click.Choice(["off", "legacy", "tiered"]),
-                             help="Predict Memory QoS files (memory.min/low/high) [default: off].")),
+    (("--memory-qos",), dict(type=click.Choice(["off", "none", "tiered", "legacy"]),
+                             help="Predict Memory QoS files (memory.min/low/high): off (the MemoryQoS gate is "
+                                  "off), none or tiered (its memoryReservationPolicy, 1.36+), legacy (kubelets "
+                                  "before 1.36: memory.min = requests) [default: off].")),
     (("--memory-throttling-factor",), dict(metavar="F", help="Memory QoS throttling factor [default: 0.9].")),
 ]
 _NAMES = ["cgroup_driver", "runtime", "weight_formula", "cpu_cfs_period", "cpu_cfs_quota", "cpu_manager_policy",

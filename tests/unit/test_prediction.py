@@ -459,3 +459,16 @@ def test_pod_level_hugepages_are_inherited_by_containers_without_their_own():
     assert files["bare"]["hugetlb.2MB.max"] == str(10 * MI)  # case C: the pod-level limit, DRA not added
     assert files["bare"]["hugetlb.1GB.max"] == str(GI)  # case B: no limit at either level -> the DRA amount
     assert files["none"]["hugetlb.2MB.max"] == str(10 * MI) and files["none"]["hugetlb.1GB.max"] == "0"
+
+
+def test_memory_qos_reservation_policy_none_protects_nothing():
+    """1.36+ default memoryReservationPolicy None: containers get memory.min = memory.low = 0 and the
+    pod no protection; memory.high is set where request != limit (kuberuntime_container_linux.go)."""
+    pod = spec_pod([ctr("c", {"cpu": "1", "memory": "1Gi"}, {"memory": "2Gi"}),
+                    ctr("flat", {"cpu": "1", "memory": "1Gi"}, {"memory": "1Gi"})])
+    prediction = predict(pod, memory_qos="none")
+    files = {c.name: c.files for c in prediction.containers}
+    assert (files["c"]["memory.min"], files["c"]["memory.low"]) == ("0", "0")
+    assert files["c"]["memory.high"] == str(int(Q("1.9Gi").value()) // 4096 * 4096)
+    assert "memory.high" not in files["flat"]  # request == limit: nothing to throttle before the limit
+    assert not {"memory.min", "memory.low", "memory.high"} & set(prediction.pod.files)

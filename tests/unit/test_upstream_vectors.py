@@ -11,8 +11,9 @@ Each table names its cases after the upstream ones. Values are checked exactly: 
 the kubelet's linear formula, container cpu.weight with the runtime's quadratic formula (the
 ``weight_formula`` we set), the CRI CpuShares through ``ContainerCgroup.shares``, hugepage limits
 through the CRI values (``cri_hugepages``) and the files. Cases that exercise what we do not model are
-listed in a comment above their table, with the reason. Disagreements with the upstream expectation
-are ``xfail(strict=True)`` with the deciding upstream code named in the reason.
+listed in a comment above their table, with the reason. The first run found four Memory QoS
+disagreements (pod memory.high without pod-level resources, container memory.high gated by pod QoS
+instead of the container's own request and limit); the predictor now follows 1.37.2 there too.
 """
 
 from __future__ import annotations
@@ -68,10 +69,6 @@ def R(cpu=None, memory=None, **others) -> dict:
 def go_memory_high(request: int, limit: int, factor: float = 0.9, page: int = 4096) -> int:
     """The memory.high value the upstream memory QoS tests expect (their own float formula)."""
     return int(math.floor(request + (limit - request) * factor) / page) * page
-
-
-def xfail(reason: str):
-    return pytest.mark.xfail(strict=True, raises=AssertionError, reason=reason)
 
 
 def case_id(case) -> str:
@@ -548,32 +545,23 @@ HIGH_WITH_PLR = [
      go_memory_high(256 * MI, 512 * MI)),
     pytest.param(
         "container without limit skips memory.high (pod-level handles it)", {"limits": R(None, "1Gi")},
-        [ctr("c1-with-limit", *CR), ctr("c2-no-limit", R("100m", "256Mi"))], "c2-no-limit", None,
-        marks=xfail("upstream: no memory.high for a container without its own memory limit when the pod has a "
-                    "pod-level memory limit (kuberuntime_container_linux.go generateLinuxContainerResources, "
-                    "skipContainerMemoryHigh); ours derives it from the inherited pod-level 1Gi limit")),
+        [ctr("c1-with-limit", *CR), ctr("c2-no-limit", R("100m", "256Mi"))], "c2-no-limit", None),
     ("cpu-only pod-level resources does not skip container memory.high", {"limits": R("2")},
      [ctr("c1", R("100m", "256Mi"))], "c1", go_memory_high(256 * MI, ALLOC)),
     pytest.param(
         "guaranteed pod with container req!=limit sets container memory.high",
         {"requests": R("1", "1Gi"), "limits": R("1", "1Gi")}, [ctr("c1", R(None, "256Mi"), R(None, "512Mi"))], "c1",
-        go_memory_high(256 * MI, 512 * MI),
-        marks=xfail("upstream gates container memory.high on the container's own memory request != limit, not on "
-                    "the pod QoS class (kuberuntime_container_linux.go: memoryRequest != memoryLimitSpec || "
-                    "memoryRequest == 0); ours skips it because the pod is Guaranteed")),
+        go_memory_high(256 * MI, 512 * MI)),
     pytest.param(
         "burstable pod with container memory req==limit skips memory.high", None,
-        [ctr("c1", R(None, "256Mi"), R(None, "256Mi"))], "c1", None,
-        marks=xfail("upstream skips memory.high when the container's memory request == limit, and also requires "
-                    "memoryHigh > memoryRequest (kuberuntime_container_linux.go); ours writes memory.high = "
-                    "268435456 (the request) because the pod is Burstable")),
+        [ctr("c1", R(None, "256Mi"), R(None, "256Mi"))], "c1", None),
 ]
 
 
 @pytest.mark.parametrize("name,plr,containers,target,high", HIGH_WITH_PLR,
                          ids=[case_id(c) for c in HIGH_WITH_PLR])
 def test_container_memory_high_with_pod_level_resources(name, plr, containers, target, high):
-    files = container(predict(spec_pod(containers, plr=plr), memory_qos="legacy", memory_throttling_factor="0.9",
+    files = container(predict(spec_pod(containers, plr=plr), memory_qos="none", memory_throttling_factor="0.9",
                               node_allocatable_memory=ALLOC), target).files
     if high is None:
         assert "memory.high" not in files
@@ -709,23 +697,17 @@ def test_resource_config_for_pod(name, containers, init, plr, statuses, dra, enf
 # set of memory QoS files on the pod cgroup. No case has pod-level resources, so ApplyPodLevelMemoryHigh
 # (the only writer of a pod's memory.high, called after ResourceConfigForPod in
 # pod_container_manager_linux.go EnsureExists) adds nothing: no pod memory.high.
-POD_MEMORY_HIGH = ("upstream: the kubelet writes a pod memory.high only through ApplyPodLevelMemoryHigh, which "
-                   "returns early unless pod-level resources are set (cm/helpers_linux.go ApplyPodLevelMemoryHigh, "
-                   "IsPodLevelResourcesSet); ResourceConfigForPod's Unified holds only memory.min/low. Ours writes "
-                   "memory.high on every Burstable pod whose containers all have memory limits")
 MEMORY_QOS_POD = [
     ("besteffort", [ctr("c1")], True, PERIOD, {}),
     ("burstable-no-limits", [ctr("c1", R("100m", "100Mi"))], True, PERIOD, {"memory.low": "104857600"}),
-    pytest.param("burstable-with-limits", [ctr("c1", *B)], True, PERIOD, {"memory.low": "104857600"},
-                 marks=xfail(POD_MEMORY_HIGH)),
+    pytest.param("burstable-with-limits", [ctr("c1", *B)], True, PERIOD, {"memory.low": "104857600"}),
     pytest.param("burstable-with-limits-no-cpu-enforcement", [ctr("c1", *B)], False, PERIOD,
-                 {"memory.low": "104857600"}, marks=xfail(POD_MEMORY_HIGH)),
+                 {"memory.low": "104857600"}),
     ("burstable-partial-limits", [ctr("c1", *B), ctr("c2", R("100m", "100Mi"))], True, PERIOD,
      {"memory.low": "209715200"}),
-    pytest.param("burstable-with-limits-with-tuned-quota", [ctr("c1", *B)], True, TUNED, {"memory.low": "104857600"},
-                 marks=xfail(POD_MEMORY_HIGH)),
+    pytest.param("burstable-with-limits-with-tuned-quota", [ctr("c1", *B)], True, TUNED, {"memory.low": "104857600"}),
     pytest.param("burstable-with-limits-no-cpu-enforcement-with-tuned-quota", [ctr("c1", *B)], False, TUNED,
-                 {"memory.low": "104857600"}, marks=xfail(POD_MEMORY_HIGH)),
+                 {"memory.low": "104857600"}),
     ("burstable-partial-limits-with-tuned-quota", [ctr("c1", *B), ctr("c2", R("100m", "100Mi"))], True, TUNED,
      {"memory.low": "209715200"}),
     ("guaranteed", [ctr("c1", *G)], True, PERIOD, {"memory.min": "104857600"}),
