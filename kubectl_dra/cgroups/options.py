@@ -156,7 +156,8 @@ def resolve(given: dict[str, object], node=None, observed: dict[str, object] | N
         else:
             sources[key] = "default"
     options = NodeOptions(**values)
-    if options.runtime_hugetlb is None:
-        sources["runtimeHugetlb"] = ("default for CRI-O (applies container hugepage limits)" if options.runtime == "crio"
-                                     else "default for containerd (disable_hugetlb_controller = true)")
+    if options.runtime_hugetlb is None:  # the runtime's own default, said as such
+        options = options.model_copy(update={"runtime_hugetlb": options.applies_container_hugetlb})
+        sources["runtimeHugetlb"] = ("default for CRI-O: applies container hugepage limits" if options.runtime == "crio"
+                                     else "default for containerd: disable_hugetlb_controller = true")
     return options, sources

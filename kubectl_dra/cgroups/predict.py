@@ -382,8 +382,7 @@ def _container_files(pod: Pod, container: Container, kind: str, pod_path: str, e
         value = pages.get(size, 0)
         reason = why.get(size, f"no {name} pages: 0")
         if not options.applies_container_hugetlb:
-            reason += (" (the runtime does not apply container hugepage limits, so the file reads max: "
-                       "containerd's disable_hugetlb_controller)")
+            reason += " (sent to the runtime, which does not apply it: the file reads max)"
         out.set(f"hugetlb.{name}.max", str(value), reason)
         out.cri_hugepages[f"hugetlb.{name}.max"] = str(value)
         if options.writes_rsvd:

@@ -133,7 +133,11 @@ def explain_pod(pod: Pod, inventory: Inventory, options: NodeOptions,
                     "resources now")
         elif computed is not None and not computed.is_empty():
             claims.append(_amounts(computed, devices, False))
-            if pod.node_name:
+            if pod.node_name and not is_reserved_for_pod(claim, pod):
+                add("PodNotScheduled", "info", f"claim {name}: amounts are computed; the scheduler never placed this "
+                    "pod (it is not in the claim's reservedFor), so nothing was recorded and the kubelet applies "
+                    "nothing")
+            elif pod.node_name:
                 add("NodeAllocatableGateOff", "warning",
                     f"claim {name}'s devices declare node-allocatable resources, but the pod status has no entry for "
                     "it: kube-scheduler did not account them (DRANodeAllocatableResources off there?) and the kubelet "

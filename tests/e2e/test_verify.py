@@ -23,11 +23,14 @@ def rows(stdout: str) -> list[list[str]]:
 def test_example_reports(dra):
     result = dra("verify", "--snapshot", str(EXAMPLE))
     assert result.exit_code == 1, result
+    hugetlb = ["1073741824", "max", "RuntimeHugetlbDisabled"]  # containerd's default: info, still a match
     assert rows(result.stdout) == [
+        ["worker-cpu-1", "default", "risk-engine", "engine", "hugetlb.2MB.max", *hugetlb],
+        ["worker-cpu-1", "default", "risk-engine", "engine", "hugetlb.2MB.rsvd.max", *hugetlb],
         ["worker-gpu-1", "ml", "embedder", "reranker", "memory.max", "5905580032", "4294967296", "DRAAmountMissing"],
         ["worker-gpu-1", "ml", "trainer-0-h6h2p", "trainer", "cpu.weight", "532", "313", "WeightFormula"]]
     assert "2 nodes, 6 pods: 5 match, 1 diverged, 0 unknown" in result.stdout
-    assert "Nodes without a report: worker-gpu-2" in result.stdout
+    assert "Nodes without a report: worker-gpu-2 (4 pods not checked)" in result.stdout
 
 
 def test_example_reports_json_and_filters(dra):
@@ -39,7 +42,7 @@ def test_example_reports_json_and_filters(dra):
     assert one.json()["status"]["summary"] == {"pods": 1, "matched": 1, "diverged": 0, "unknown": 0}
     narrowed = dra("verify", "--snapshot", str(EXAMPLE), "-n", "default")
     # risk-engine matches, but eval-server-0 runs on worker-gpu-2, which has no report: not all clear
-    assert narrowed.exit_code == 4 and rows(narrowed.stdout) == []
+    assert narrowed.exit_code == 4 and [r[-1] for r in rows(narrowed.stdout)] == ["RuntimeHugetlbDisabled"] * 2
     assert "Nodes without a report: worker-gpu-2 (1 pod not checked)" in narrowed.stdout
     assert "1 pod was not verified" in narrowed.stderr
     pod = dra("verify", "embedder", "-n", "ml", "--snapshot", str(EXAMPLE), "-o", "wide", "--no-headers")
