@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 
 from kubectl_dra.allocatable.entries import from_status
 from kubectl_dra.cgroups import formulas as f
-from kubectl_dra.cgroups.options import NodeOptions, resolve
+from kubectl_dra.cgroups.options import NodeOptions, option_key, resolve
 from kubectl_dra.cgroups.paths import container_cgroup
 from kubectl_dra.cgroups.cpumanager import parse_cpuset
 from kubectl_dra.cgroups.predict import PodCgroups, predict_pod, static_exclusive
@@ -150,13 +150,16 @@ def scan(node_name: str, inventory: Inventory, fs: CgroupFS, given: dict[str, ob
         layout["cpu_manager_policy"], where["cpu_manager_policy"] = state.policy_name, kubelet.cpu_manager_source
     options, sources = resolve(given, node, layout, where)
 
+    def exclusive(pod: Pod) -> dict[str, str] | None:
+        return state.exclusive(pod.uid) if state is not None else None
+
     def predicted(pod: Pod, entries, opts: NodeOptions) -> PodCgroups:
-        exclusive = state.exclusive(pod.uid) if state is not None else None
+        pinned = exclusive(pod)
         if cache is None or not pod.metadata.resource_version:
-            return predict_pod(pod, entries, opts, exclusive)
-        key = (pod.uid, pod.metadata.resource_version, opts.model_dump_json(), tuple(sorted((exclusive or {}).items())))
+            return predict_pod(pod, entries, opts, pinned)
+        key = (pod.uid, pod.metadata.resource_version, opts.model_dump_json(), tuple(sorted((pinned or {}).items())))
         if key not in cache:
-            cache[key] = predict_pod(pod, entries, opts, exclusive)
+            cache[key] = predict_pod(pod, entries, opts, pinned)
         return cache[key]
 
     predictions = []
@@ -178,7 +181,7 @@ def scan(node_name: str, inventory: Inventory, fs: CgroupFS, given: dict[str, ob
     changes = {k: v for k, v in detected.items() if v is not None}
     if changes:
         for name, value in changes.items():
-            sources[NodeOptions.model_fields[name].alias or _camel(name)] = "cgroup tree"
+            sources[option_key(name)] = "cgroup tree"
         if any(getattr(options, name) != value for name, value in changes.items()):
             options = options.model_copy(update=changes)
             predictions = [(p, e, predicted(p, e, options), o) for p, e, _, o in predictions]
@@ -187,20 +190,12 @@ def scan(node_name: str, inventory: Inventory, fs: CgroupFS, given: dict[str, ob
     no_dra_options = options.model_copy(update={"kubelet_dra": False})
     for pod, entries, expected, observed in predictions:
         verdict = compare_pod(pod, expected, None, observed, options)
+        no_dra = None
         if verdict.divergences and entries:  # only then does "what without DRA" matter
-            no_dra = predict_pod(pod, entries, no_dra_options, state.exclusive(pod.uid) if state else None)
+            no_dra = predict_pod(pod, entries, no_dra_options, exclusive(pod))
             verdict = compare_pod(pod, expected, no_dra, observed, options)
-        else:
-            no_dra = None
-        unexplained = {d.container for d in verdict.divergences if d.cause == "Unexplained" and d.container}
-        if unexplained and policy_known:  # is there evidence that a driver or NRI plugin changed them?
-            evidence = {}
-            for name in unexplained:
-                seen = observed.containers.get(name)
-                cpuset = fs.read(seen.path, ["cpuset.cpus"]).files.get("cpuset.cpus") if seen else None
-                found = override_evidence(cpuset, _kubelet_cpuset(pod, name, options, state), policy_known)
-                if found:
-                    evidence[name] = found
+        if policy_known and any(d.cause == "Unexplained" and d.container for d in verdict.divergences):
+            evidence = _override_evidence(fs, pod, verdict, observed, options, state)
             if evidence:
                 verdict = compare_pod(pod, expected, no_dra, observed, options, evidence)
         verdict.expected_hash = expected.fingerprint()
@@ -222,6 +217,15 @@ def scan(node_name: str, inventory: Inventory, fs: CgroupFS, given: dict[str, ob
     return report.summarize()
 
 
-def _camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(part.title() for part in rest)
+def _override_evidence(fs: CgroupFS, pod: Pod, verdict, observed: ObservedPod, options: NodeOptions,
+                       state) -> dict[str, str]:
+    """For containers with unexplained values: whether their cpuset shows that a driver or an NRI
+    plugin changed them after the kubelet (read only for those containers)."""
+    evidence = {}
+    for name in {d.container for d in verdict.divergences if d.cause == "Unexplained" and d.container}:
+        seen = observed.containers.get(name)
+        cpuset = fs.read(seen.path, ["cpuset.cpus"]).files.get("cpuset.cpus") if seen else None
+        found = override_evidence(cpuset, _kubelet_cpuset(pod, name, options, state), policy_known=True)
+        if found:
+            evidence[name] = found
+    return evidence

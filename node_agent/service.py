@@ -67,7 +67,7 @@ def run_scan_once(kube, node_flags: dict, node: str | None, cgroup_root: str, sy
                   kubelet_root: str | None = None) -> int:
     from kubectl_dra.cli.runtime import open_source, report_problems
     from kubectl_dra.printers.documents import to_json, to_yaml
-    from kubectl_dra.printers.reports import divergence_table, summary_line
+    from kubectl_dra.printers.reports import divergence_table, options_lines, summary_line
     from kubectl_dra.printers.style import Style
 
     env = env or Environment()
@@ -95,6 +95,8 @@ def run_scan_once(kube, node_flags: dict, node: str | None, cgroup_root: str, sy
             env.write(divergence_table([report], no_headers=no_headers, wide=output_format == "wide",
                                        style=Style(env.use_color)))
         env.write(summary_line([report]) + "\n")
+        for line in options_lines([report]):
+            env.write(line + "\n")
     if report.status.message:
         env.error(f"error: {report.status.message}")
     report_problems(env, inventory)

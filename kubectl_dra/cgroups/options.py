@@ -134,6 +134,11 @@ def _minor(version: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
+def option_key(name: str) -> str:
+    """The JSON key of a node option (``cpu_manager_policy`` -> ``cpuManagerPolicy``)."""
+    return NodeOptions.model_fields[name].alias or name
+
+
 def resolve(given: dict[str, object], node=None, observed: dict[str, object] | None = None,
             observed_source: str | dict[str, str] = "cgroup tree") -> tuple[NodeOptions, dict[str, str]]:
     """Flags win, then what the node itself shows (its cgroup tree and kubelet state; agent only),
@@ -143,8 +148,8 @@ def resolve(given: dict[str, object], node=None, observed: dict[str, object] | N
     dra_reason = kubelet_dra_from_node(node) if node is not None else None
     values: dict[str, object] = {}
     sources: dict[str, str] = {}
-    for name, field in NodeOptions.model_fields.items():
-        key = field.alias or name  # camelCase, like every key of the JSON documents
+    for name in NodeOptions.model_fields:
+        key = option_key(name)  # camelCase, like every key of the JSON documents
         if given.get(name) is not None:
             values[name], sources[key] = given[name], "flag"
         elif observed and observed.get(name) is not None:

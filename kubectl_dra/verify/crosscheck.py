@@ -40,6 +40,7 @@ def crosscheck(report: NodeEnforcementReport, inventory: Inventory, *, namespace
         options = NodeOptions.model_validate(report.status.node_options) if report.status.node_options else None
     except ValidationError:
         options = None
+    from_state = "cpu_manager_state" in report.status.node_options_source.get("cpuManagerPolicy", "")
     now = {p.uid: p for p in pods_on(inventory, report.metadata.name)
            if namespace is None or p.namespace == namespace}
     for verdict in report.status.pods:
@@ -50,6 +51,8 @@ def crosscheck(report: NodeEnforcementReport, inventory: Inventory, *, namespace
             continue
         if options is not None and verdict.expected_hash:
             entries = [from_status(s) for s in pod.status.node_allocatable_resource_claim_statuses]
-            if predict_pod(pod, entries, options).fingerprint() != verdict.expected_hash:
+            # the exclusive CPUs the agent used: the kubelet's cpusets when it read them, else the policy's rule
+            assignments = verdict.exclusive_cpus if from_state else None
+            if predict_pod(pod, entries, options, assignments).fingerprint() != verdict.expected_hash:
                 verdict.stale = True
     report.status.unreported_pods = sorted(f"{p.namespace}/{p.name}" for p in now.values())

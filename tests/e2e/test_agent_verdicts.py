@@ -240,3 +240,28 @@ def test_verify_names_what_does_not_exist(tmp_path, dra):
     fine = dra("verify", "burstable", "-n", "ml", "--snapshot", snapshot, "--node", NODE, "--cgroup-root", root)
     assert fine.exit_code == 0 and "1 node, 1 pod: 1 match, 0 diverged, 0 unknown" in fine.stdout
     assert "runtime hugetlb off (cgroup tree)" in fine.stdout  # every option says where it came from
+
+
+def test_verify_trusts_a_report_made_with_the_kubelets_assignments(tmp_path):
+    """The cross-check re-predicts with the cpusets the agent used, so a current verdict is not stale."""
+    from kubectl_dra.verify.crosscheck import crosscheck
+
+    pods = [pinned_pod()]
+    static_tree(tmp_path, pods)
+    fs = CgroupFS(tmp_path / "sys" / "fs" / "cgroup")
+    report = scan(NODE, inventory_of(pods), fs, {}, kubelet=write_state(tmp_path / "kubelet", legacy_state()))
+    inventory = inventory_of(pods)
+    inventory.read_kinds.add("Pod")
+    crosscheck(report, inventory)
+    assert [p.stale for p in report.status.pods] == [False]
+    detected = scan(NODE, inventory_of(pods), fs, {})  # policy from the tree: the rule, no cpusets
+    crosscheck(detected, inventory)
+    assert [p.stale for p in detected.status.pods] == [False]
+    # admitted before the node switched to static: the state pins nothing, so quotas stay
+    quota_tree = build_tree(tmp_path / "before", pods, NodeOptions(hugepage_sizes=[2 << 20, 1 << 30], runtime_hugetlb=True))
+    assert (quota_tree[("pinned", "app")] / "cpu.max").read_text() == "200000 100000\n"
+    unpinned = scan(NODE, inventory_of(pods), CgroupFS(tmp_path / "before" / "fs" / "cgroup"), {},
+                    kubelet=write_state(tmp_path / "kubelet2", legacy_state(entries={})))
+    assert [p.verdict for p in unpinned.status.pods] == ["Match"]
+    crosscheck(unpinned, inventory)
+    assert [p.stale for p in unpinned.status.pods] == [False]
