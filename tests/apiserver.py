@@ -1,4 +1,12 @@
-"""A local Kubernetes API server for tests, spoken to over real HTTP by the real ``kubernetes`` client.
+"""A fake Kubernetes API server, kept only for what a real one will not do on demand.
+
+Everything a real API server does is tested against a real one (kube-apiserver v1.37.2 and
+friends, tests/cluster/). This server remains for the faults and situations a real server cannot
+be made to produce when a test wants them: injected 401/403/429/5xx answers and Retry-After, a
+continue token that expires between pages (410), hangs past a timeout, going away and coming back
+on the same address, and serving only older API versions (a 1.36 cluster: resource.k8s.io/v1beta1
+and scheduling.k8s.io/v1alpha2, which the 1.37 server no longer offers). It speaks real HTTP to
+the real ``kubernetes`` client.
 
 Decision: kmock 0.8 is not used; this module is a small stdlib server
 (``http.server.ThreadingHTTPServer`` in a daemon thread) instead. kmock is an aiohttp/asyncio

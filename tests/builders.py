@@ -98,4 +98,6 @@ def pod_group(name: str, namespace: str = "ml", *, deleting: bool = False) -> di
     if deleting:
         meta["deletionTimestamp"] = "2026-11-21T08:00:00Z"
         meta["finalizers"] = ["scheduling.k8s.io/podgroup-protection"]
-    return {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup", "metadata": meta, "spec": {}}
+    # the API server requires a scheduling policy: basic (no gang semantics) unless a test wants one
+    return {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup", "metadata": meta,
+            "spec": {"schedulingPolicy": {"basic": {}}}}

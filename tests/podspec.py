@@ -11,8 +11,8 @@ MI = 1 << 20
 
 
 def ctr(name: str, req: dict | None = None, lim: dict | None = None, claims=(), sidecar: bool = False) -> dict:
-    c: dict = {"name": name, "resources": {"requests": req or {}, "limits": lim or {},
-                                           "claims": [{"name": n} for n in claims]}}
+    c: dict = {"name": name, "image": "registry.example/app:1",  # the API server requires an image
+               "resources": {"requests": req or {}, "limits": lim or {}, "claims": [{"name": n} for n in claims]}}
     if not req:
         del c["resources"]["requests"]
     if not lim:

@@ -14,8 +14,7 @@ from typing import Iterable
 from pydantic import Field
 
 from kubectl_dra.allocatable.entries import ClaimEntry
-from kubectl_dra.allocatable.requests import (add_into, container_dra, difference, is_hugepages, pod_limits,
-                                              pod_requests)
+from kubectl_dra.allocatable.requests import container_dra, difference, is_hugepages, pod_limits, pod_requests
 from kubectl_dra.cgroups import formulas as f
 from kubectl_dra.cgroups.options import NodeOptions
 from kubectl_dra.cgroups.paths import container_cgroup, pod_cgroup

@@ -15,7 +15,6 @@ from podspec import ctr
 from kubectl_dra.cgroups.options import NodeOptions
 from kubectl_dra.kube.snapshot import load_snapshot
 from kubectl_dra.model.inventory import Inventory
-from kubectl_dra.model.pod import Pod
 from kubectl_dra.model.registry import parse_object
 from node_agent.__main__ import cli as agent_cli
 from node_agent.cgroupfs import CgroupFS

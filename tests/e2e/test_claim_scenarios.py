@@ -1,12 +1,13 @@
 """Every claim finding from a realistic scenario, next to its healthy twin, in both API generations,
-from snapshot files and from the local API server."""
+from snapshot files (tests/cluster/test_live_reads.py runs the same scenarios against the real
+API server)."""
 
 from __future__ import annotations
 
 import pytest
 import yaml
 from builders import claim, pod, pod_group, reserved_group, reserved_pod, resource_slice, uid
-from generations import OLD_SERVED, to_v1beta1
+from generations import to_v1beta1
 
 GPU = "gpu.example.com"
 SLICE = resource_slice("worker-1", GPU, ["gpu-0", "gpu-1"])
@@ -148,19 +149,14 @@ def generation(request):
     return request.param
 
 
-@pytest.fixture(params=["snapshot", "live"])
-def run_explain(request, tmp_path, make_apiserver, kubeconfig_for, dra, generation):
+@pytest.fixture
+def run_explain(tmp_path, dra, generation):
     def run(objects: list[dict], claim_name: str):
         if generation == "v1beta1":
             objects = [to_v1beta1(o) for o in objects]
-        if request.param == "snapshot":
-            path = tmp_path / "objects.yaml"
-            path.write_text(yaml.safe_dump_all(objects))
-            where = ["--snapshot", str(path), "-n", "ml"]
-        else:
-            server = make_apiserver(objects, served=OLD_SERVED if generation == "v1beta1" else None)
-            where = ["--kubeconfig", str(kubeconfig_for(server, namespace="ml"))]
-        result = dra("explain", "claim", claim_name, *where, "-o", "json")
+        path = tmp_path / "objects.yaml"
+        path.write_text(yaml.safe_dump_all(objects))
+        result = dra("explain", "claim", claim_name, "--snapshot", str(path), "-n", "ml", "-o", "json")
         assert result.exit_code == 0, result
         return result.json()
 

@@ -151,16 +151,3 @@ def test_bad_node_flags(dra):
     assert result.exit_code == 3 and "a page size is a power of two" in result.stderr
     result = dra("explain", "pod", "embedder", "-n", "ml", "--snapshot", str(EXAMPLE), "--cpu-cfs-period", "fast")
     assert result.exit_code == 3 and 'invalid --cpu-cfs-period "fast"' in result.stderr
-
-
-def test_live_explain_pod_one_list_per_kind(make_apiserver, kubeconfig_for, dra):
-    objects = [o.raw for m in MODELS for o in load_snapshot(EXAMPLE).all(m)]
-    server = make_apiserver(objects)
-    kubeconfig = str(kubeconfig_for(server, namespace="ml"))
-    result = dra("explain", "pod", "embedder", "--kubeconfig", kubeconfig, "-o", "json")
-    assert result.exit_code == 0, result
-    assert result.json()["cgroups"]["pod"]["files"]["memory.max"] == str(14 << 30)
-    counts: dict[str, int] = {}
-    for r in server.list_requests():
-        counts[r.resource] = counts.get(r.resource, 0) + 1
-    assert counts == {"pods": 1, "resourceclaims": 1, "resourceslices": 1, "nodes": 1}

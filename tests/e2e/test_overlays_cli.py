@@ -84,37 +84,3 @@ def test_explain_node_totals_overlays_and_prediction_mismatch(tmp_path, dra):
     [finding] = doc["findings"]
     assert finding["code"] == "OverlayPredictionMismatch"
     assert "cpu-hugepages promised hugepages-2Mi=8Gi" in finding["message"]
-
-
-def test_overlays_live_one_list_per_kind(make_apiserver, kubeconfig_for, dra, tmp_path):
-    objects = [o.raw for m in MODELS for o in load_snapshot(EXAMPLE).all(m)]
-    server = make_apiserver(objects)
-    catalog = tmp_path / "catalog.yaml"
-    catalog.write_text((EXAMPLE / "karpenter" / "instance-types.yaml").read_text())
-    result = dra("overlays", "--kubeconfig", str(kubeconfig_for(server)), "--catalog", str(catalog))
-    assert result.exit_code == 0, result
-    assert "10.49264->9.443376" in result.stdout
-    counts: dict[str, int] = {}
-    for r in server.list_requests():
-        counts[r.resource] = counts.get(r.resource, 0) + 1
-    assert counts == {"nodeoverlays": 1, "nodepools": 1, "nodeclaims": 1, "nodes": 1}
-
-
-def test_without_karpenter(make_apiserver, kubeconfig_for, dra):
-    objects = [o.raw for m in MODELS for o in load_snapshot(EXAMPLE).all(m) if o.GROUP != "karpenter.sh"]
-    server = make_apiserver(objects)
-    kubeconfig = str(kubeconfig_for(server))
-    overlays = dra("overlays", "--kubeconfig", kubeconfig)
-    assert overlays.exit_code == 3 and overlays.stdout == ""
-    assert "no NodeOverlays to explain" in overlays.stderr and "karpenter.sh is not served" in overlays.stderr
-    node = dra("explain", "node", "worker-cpu-1", "--kubeconfig", kubeconfig, "-o", "json")
-    assert node.exit_code == 0, node  # overlays are optional context for a node
-    assert node.json()["overlays"] == [] and node.json()["requested"]["cpu"] == "10001m"
-    assert "warning: cannot read NodeOverlay objects" in node.stderr
-
-
-def test_empty_claim_list_prints_no_header(make_apiserver, kubeconfig_for, dra):
-    server = make_apiserver([])
-    result = dra("claims", "-A", "--kubeconfig", str(kubeconfig_for(server)))
-    assert result.exit_code == 0 and result.stdout == ""
-    assert result.stderr.strip() == "No resources found in any namespace."

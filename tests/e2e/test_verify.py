@@ -6,10 +6,8 @@ from pathlib import Path
 
 import yaml
 
-from kubectl_dra.cli.options import KubeOptions
 from kubectl_dra.kube.snapshot import load_snapshot
 from kubectl_dra.model.registry import MODELS
-from node_agent.service import Agent, AgentConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "cluster"
@@ -81,29 +79,3 @@ def test_no_reports_is_an_error(tmp_path, dra):
     result = dra("verify", "--snapshot", str(tmp_path))
     assert result.exit_code == 3
     assert "no NodeEnforcementReport found" in result.stderr
-
-
-def test_agent_publishes_and_verify_reports_it(tmp_path, make_apiserver, kubeconfig_for, dra):
-    """End to end: the agent scans a tree and publishes to the API server; verify reads it back."""
-    import shutil
-
-    objects = [o.raw for m in MODELS for o in load_snapshot(EXAMPLE).all(m) if m.KIND != "NodeEnforcementReport"]
-    server = make_apiserver(objects, served={"kubectl-dra.io": ["v1alpha1"]})
-    kubeconfig = str(kubeconfig_for(server, namespace="ml"))
-    tree = tmp_path / "sys"
-    shutil.copytree(NODES / "worker-gpu-1" / "sys", tree)
-    agent = Agent(AgentConfig(node="worker-gpu-1", cgroup_root=str(tree / "fs" / "cgroup")),
-                  KubeOptions(kubeconfig=kubeconfig))
-    agent.connect()
-    agent.scan_once()
-    assert server.get("nodeenforcementreports", "worker-gpu-1") is not None
-    server.requests.clear()
-    result = dra("verify", "-A", "--kubeconfig", kubeconfig)
-    assert result.exit_code == 1, result
-    assert rows(result.stdout)[0] == ["worker-gpu-1", "ml", "embedder", "reranker", "memory.max", "5905580032",
-                                      "4294967296", "DRAAmountMissing"]
-    assert "Nodes without a report: worker-cpu-1 (1 pod not checked), worker-gpu-2 (4 pods not checked)" in result.stdout
-    counts: dict[str, int] = {}
-    for r in server.list_requests():
-        counts[r.resource] = counts.get(r.resource, 0) + 1
-    assert counts == {"nodeenforcementreports": 1, "pods": 1, "nodes": 1}

@@ -3,7 +3,6 @@ that covers exactly the verbs the code uses (measured by running the code)."""
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 
 import kubernetes.client as k8s
@@ -147,63 +146,3 @@ def test_crd_printer_columns_and_example_reports_fit_the_schema():
         doc = yaml.safe_load(report.read_text())
         assert set(doc["status"]) <= set(status_schema), report
         assert set(doc["status"]["summary"]) == set(status_schema["summary"]["properties"])
-
-
-def rules_of(role: dict) -> set[tuple[str, str, str]]:
-    return {(group, resource, verb) for rule in role["rules"] for group in rule["apiGroups"]
-            for resource in rule["resources"] for verb in rule["verbs"]}
-
-
-def verbs_used(server) -> set[tuple[str, str, str]]:
-    """(apiGroup, resource[/subresource], verb) of every resource request the server saw."""
-    used = set()
-    for r in server.requests:
-        route = r.route
-        if route is None or route.plural is None:
-            continue  # discovery: allowed to every authenticated user
-        resource = route.plural + (f"/{route.subresource}" if route.subresource else "")
-        if r.method == "GET":
-            verb = "watch" if r.is_watch else "list" if r.is_list else "get"
-        else:
-            verb = {"POST": "create", "PATCH": "patch", "PUT": "update", "DELETE": "delete"}[r.method]
-        used.add((route.group, resource, verb))
-    return used
-
-
-def test_agent_rbac_is_exactly_what_the_agent_does(tmp_path, make_apiserver, kubeconfig_for):
-    from cgroup_tree import build_tree, set_file
-    from agentpods import NODE, NODE_OBJECT, node_pods
-
-    from kubectl_dra.cgroups.options import NodeOptions
-    from kubectl_dra.cli.options import KubeOptions
-    from node_agent.service import Agent, AgentConfig
-
-    pods = node_pods()
-    dirs = build_tree(tmp_path, pods, NodeOptions())
-    set_file(dirs[("burstable", "encoder")], "memory.max", str(8 << 30))
-    server = make_apiserver([p.raw for p in pods] + [NODE_OBJECT], served={"kubectl-dra.io": ["v1alpha1"]})
-    server.watch_timeout = 0.2
-    agent = Agent(AgentConfig(node=NODE, cgroup_root=str(tmp_path / "fs" / "cgroup"), watch_timeout=0.2),
-                  KubeOptions(kubeconfig=str(kubeconfig_for(server))))
-    agent.connect()
-    agent.scan_once()
-    watcher = threading.Thread(target=agent.watch_pods, daemon=True)
-    watcher.start()
-    watcher.join(timeout=0.5)
-    agent.stop.set()
-    watcher.join(timeout=5)
-    role = by_kind("ClusterRole", "kubectl-dra:node-agent")
-    assert verbs_used(server) == rules_of(role)
-
-
-def test_viewer_rbac_covers_every_cli_read(make_apiserver, kubeconfig_for, dra, tmp_path):
-    from kubectl_dra.kube.snapshot import load_snapshot
-    from kubectl_dra.model.registry import MODELS
-
-    objects = [o.raw for m in MODELS for o in load_snapshot(ROOT / "examples" / "cluster").all(m)]
-    server = make_apiserver(objects, served={"kubectl-dra.io": ["v1alpha1"], "karpenter.sh": ["v1", "v1alpha1"]})
-    kubeconfig = str(kubeconfig_for(server, namespace="ml"))
-    for args in (["claims", "-A", "-o", "wide"], ["explain", "claim", "eval-gpu", "-n", "default"],
-                 ["explain", "pod", "embedder"], ["verify", "-A"], ["snapshot", "-A", "-o", str(tmp_path / "b")]):
-        dra(*args, "--kubeconfig", kubeconfig)
-    assert verbs_used(server) == rules_of(by_kind("ClusterRole", "kubectl-dra:viewer"))

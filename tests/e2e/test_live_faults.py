@@ -1,0 +1,88 @@
+"""What a real API server will not do on demand, through the real client against the fake one in
+tests/apiserver.py: a continue token that expires mid-list (410), 5xx that must be retried, a
+server that serves no DRA API or only the 1.36 versions, no server at all. Everything a real
+server does is tested against one in tests/cluster/."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+from builders import claim, pod, pod_group, reserved_group, reserved_pod, resource_slice
+
+GPU = "gpu.example.com"
+
+
+def small_cluster() -> list[dict]:
+    trainer0 = pod("trainer-0", group="trainer", claims={"gpus": "trainer-gpus"})
+    trainer1 = pod("trainer-1", group="trainer", claims={"gpus": "trainer-gpus"})
+    web = pod("web", "default", generated={"gpu": "web-gpu-k2x9z"}, templates={"gpu": "single-gpu"})
+    return [
+        trainer0, trainer1, web, pod_group("trainer"),
+        claim("trainer-gpus", devices=[(GPU, "worker-1", "gpu-0"), (GPU, "worker-1", "gpu-1")],
+              reserved_for=[reserved_group("trainer")], labels={"team": "research"}),
+        claim("web-gpu-k2x9z", "default", devices=[(GPU, "worker-1", "gpu-2")], reserved_for=[reserved_pod(web)]),
+        claim("spare", devices=(), node=None),
+        resource_slice("worker-1", GPU, ["gpu-0", "gpu-1", "gpu-2", "gpu-3"]),
+    ]
+
+
+@pytest.fixture
+def cluster(make_apiserver, kubeconfig_for):
+    server = make_apiserver(small_cluster())
+    return server, str(kubeconfig_for(server, namespace="ml"))
+
+
+def test_pagination_follows_continue_and_restarts_after_410(make_apiserver, kubeconfig_for, dra):
+    objects = [claim(f"c-{i:04d}", devices=()) for i in range(1203)]
+    server = make_apiserver(objects)
+    kubeconfig = str(kubeconfig_for(server, namespace="ml"))
+    server.expire_continue_tokens(times=1)
+    result = dra("claims", "--kubeconfig", kubeconfig, "-o", "name")
+    assert result.exit_code == 0, result
+    assert len(result.stdout.splitlines()) == 1203
+    pages = server.list_requests("resourceclaims")
+    # first attempt: page 1 ok, page 2 gets 410 -> restart: 3 pages
+    assert [("continue" in r.query) for r in pages] == [False, True, False, True, True]
+
+
+def test_server_errors_are_retried(cluster, dra):
+    server, kubeconfig = cluster
+    server.fail(500, resource="resourceclaims", times=2)
+    result = dra("claims", "--kubeconfig", kubeconfig, "-A", "-o", "name")
+    assert result.exit_code == 0, result
+    assert len(result.stdout.splitlines()) == 3
+    assert len(server.list_requests("resourceclaims")) == 3
+
+
+def test_unreachable_server(tmp_path, dra):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    result = dra("claims", "--server", f"http://127.0.0.1:{port}", "--request-timeout", "2s")
+    assert result.exit_code == 3
+    assert result.stderr.strip() == f"error: cannot reach the API server at http://127.0.0.1:{port}: connection refused"
+
+
+def test_missing_kubeconfig_file(tmp_path, dra):
+    result = dra("claims", "--kubeconfig", str(tmp_path / "nope"))
+    assert result.exit_code == 3
+    assert "nope" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_dra_api_not_served(make_apiserver, kubeconfig_for, dra):
+    server = make_apiserver([pod("p")], served={"resource.k8s.io": []})
+    result = dra("claims", "--kubeconfig", str(kubeconfig_for(server)), "-A")
+    assert result.exit_code == 4
+    assert "resource.k8s.io is not served" in result.stderr
+
+
+def test_older_api_generation_is_discovered(make_apiserver, kubeconfig_for, dra):
+    old = claim("old", devices=[(GPU, "worker-1", "gpu-0")])
+    old["apiVersion"] = "resource.k8s.io/v1beta1"
+    old["spec"] = {"devices": {"requests": [{"name": "req", "deviceClassName": GPU, "count": 1}]}}
+    server = make_apiserver([old], served={"resource.k8s.io": ["v1beta1"]})
+    result = dra("claims", "--kubeconfig", str(kubeconfig_for(server, namespace="ml")), "-o", "json")
+    assert result.exit_code == 0, result
+    assert result.json()["items"][0]["devices"] == [f"{GPU}/worker-1/gpu-0"]
+    assert server.list_requests("resourceclaims")[0].path == "/apis/resource.k8s.io/v1beta1/namespaces/ml/resourceclaims"
