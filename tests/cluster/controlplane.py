@@ -10,7 +10,6 @@ the apiserver's own ``--help``: every gate this product reads that the binary kn
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import signal
@@ -23,10 +22,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-K8S_VERSION = "v1.37.2"
-KARPENTER_VERSION = "v1.14.1"
-CACHE = Path(os.environ.get("KUBECTL_DRA_CACHE", Path.home() / ".cache" / "kubectl-dra")) / f"k8s-{K8S_VERSION}"
-BIN = CACHE / "bin"
+from k8s_build import BIN, CACHE, K8S_VERSION, KARPENTER_VERSION  # noqa: F401 - the one place paths are set
 BINARIES = ("etcd", "kube-apiserver", "kube-scheduler", "kube-controller-manager", "kubectl")
 KARPENTER_CRDS = CACHE / "crds" / f"karpenter-{KARPENTER_VERSION}"
 

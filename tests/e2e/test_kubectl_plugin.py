@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from k8s_build import kubectl_path
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "cluster"
@@ -19,7 +19,8 @@ def scripts_present() -> bool:
     return (BIN / "kubectl-dra").exists() and (BIN / "kubectl_complete-dra").exists()
 
 
-needs_kubectl = pytest.mark.skipif(shutil.which("kubectl") is None or not scripts_present(),
+KUBECTL = kubectl_path()
+needs_kubectl = pytest.mark.skipif(KUBECTL is None or not scripts_present(),
                                    reason="needs a kubectl binary and the installed console scripts")
 
 
@@ -32,20 +33,20 @@ def run(*cmd: str, **kw) -> subprocess.CompletedProcess:
 @pytest.mark.kubectl
 @needs_kubectl
 def test_kubectl_finds_and_runs_the_plugin():
-    listed = run("kubectl", "plugin", "list")
+    listed = run(KUBECTL, "plugin", "list")
     assert str(BIN / "kubectl-dra") in listed.stdout
-    via_kubectl = run("kubectl", "dra", "claims", "-A", "--snapshot", str(EXAMPLE), "-o", "json")
+    via_kubectl = run(KUBECTL, "dra", "claims", "-A", "--snapshot", str(EXAMPLE), "-o", "json")
     direct = run(str(BIN / "kubectl-dra"), "claims", "-A", "--snapshot", str(EXAMPLE), "-o", "json")
     assert via_kubectl.returncode == direct.returncode
     assert via_kubectl.stdout == direct.stdout and '"kind": "ClaimList"' in direct.stdout
-    usage = run("kubectl", "dra", "--help")
+    usage = run(KUBECTL, "dra", "--help")
     assert usage.stdout.startswith("Usage: kubectl dra ")
 
 
 @pytest.mark.kubectl
 @needs_kubectl
 def test_kubectl_completes_plugin_commands():
-    result = run("kubectl", "__complete", "dra", "cl")
+    result = run(KUBECTL, "__complete", "dra", "cl")
     lines = result.stdout.splitlines()
     assert lines[0].startswith("claims\t")
     assert lines[-1] == ":4"

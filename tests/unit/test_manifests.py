@@ -59,12 +59,13 @@ KUSTOMIZATIONS = sorted(str(p.parent.relative_to(MANIFESTS)) for p in MANIFESTS.
 
 def rendered(directory: str) -> list[dict]:
     """``kubectl kustomize`` of one kustomization, as `kubectl apply -k` would apply it."""
-    import shutil
     import subprocess
 
-    kubectl = shutil.which("kubectl")
+    from k8s_build import kubectl_path
+
+    kubectl = kubectl_path()
     if kubectl is None:
-        pytest.skip("kubectl is not on PATH")
+        pytest.skip("no kubectl: neither the built v1.37.2 one nor one on PATH")
     result = subprocess.run([kubectl, "kustomize", str(MANIFESTS / directory)], capture_output=True, text=True,
                             timeout=60)
     assert result.returncode == 0, result.stderr
