@@ -197,8 +197,18 @@ class ControlPlane:
                  "system:kube-controller-manager": "kubectl-dra-controller-manager-token"}[user]
         kubeconfig = self.kubeconfig(self.workdir / f"{name}.kubeconfig", token=token, user=user)
         proc = self._spawn(name, [f"--kubeconfig={kubeconfig}", f"--feature-gates={gate_flag(self.gates)}", *extra])
-        # ready when it has taken its lease or logged that its informers synced; give it a moment
-        self._wait(proc, lambda: time.sleep(0.5) or True, name)
+        if name == "kube-controller-manager":  # running controllers: the default ServiceAccount appears
+            self._wait(proc, lambda: self._exists("/api/v1/namespaces/default/serviceaccounts/default"),
+                       "the serviceaccount controller")
+        else:  # the scheduler serves nothing with --secure-port=0: its log says when it runs
+            self._wait(proc, lambda: b"Starting Kubernetes Scheduler" in proc.log.read_bytes(), "kube-scheduler")
+
+    def _exists(self, path: str) -> bool:
+        try:
+            self.request("GET", path)
+            return True
+        except urllib.error.HTTPError:
+            return False
 
     # -- clients -----------------------------------------------------------------------------
 
