@@ -8,8 +8,8 @@ import sys
 import click
 
 from kubectl_dra import __version__
-from kubectl_dra.cli.nodeflags import node_options
-from kubectl_dra.cli.options import kube_options
+from kubectl_dra.flags.node import node_options
+from kubectl_dra.flags.connection import kube_options
 
 EXIT = ("Exit codes (scan): 0 every pod matches (or the node runs none); 1 divergence found; 2 error (node not "
         "found, cgroup v1, unreadable root, bad input) or pods whose cgroups could not be read.")

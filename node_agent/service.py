@@ -65,7 +65,8 @@ def exit_code(report: NodeEnforcementReport) -> int:
 def run_scan_once(kube, node_flags: dict, node: str | None, cgroup_root: str, sys_root: str | None,
                   output_format: str, no_headers: bool, env: Environment | None = None,
                   kubelet_root: str | None = None) -> int:
-    from kubectl_dra.cli.runtime import open_source, report_problems
+    from kubectl_dra.kube.sources import open_source
+    from kubectl_dra.printers.problems import problem_lines
     from kubectl_dra.printers.documents import to_json, to_yaml
     from kubectl_dra.printers.reports import divergence_table, options_lines, summary_line
     from kubectl_dra.printers.style import Style
@@ -80,8 +81,8 @@ def run_scan_once(kube, node_flags: dict, node: str | None, cgroup_root: str, sy
         kubelet = read_kubelet_state(kubelet_root)
         report = scan(name, inventory, CgroupFS(cgroup_root, sys_root), node_flags, kubelet=kubelet)
     except DRAError as exc:
-        if inventory is not None:
-            report_problems(env, inventory)
+        for line in problem_lines(inventory) if inventory is not None else ():
+            env.error(line)
         env.error(f"error: {exc}")
         return 2
     for problem in kubelet.problems:
@@ -99,7 +100,8 @@ def run_scan_once(kube, node_flags: dict, node: str | None, cgroup_root: str, sy
             env.write(line + "\n")
     if report.status.message:
         env.error(f"error: {report.status.message}")
-    report_problems(env, inventory)
+    for line in problem_lines(inventory):
+        env.error(line)
     return exit_code(report)
 
 
@@ -139,7 +141,7 @@ class Agent:
     # -- the pieces a test drives one at a time --------------------------------------------
 
     def connect(self) -> None:
-        from kubectl_dra.cli.runtime import open_source
+        from kubectl_dra.kube.sources import open_source
 
         opened = open_source(self.kube)
         self.source = opened.source

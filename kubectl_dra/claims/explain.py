@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
 
 from pydantic import Field
 
@@ -10,41 +9,10 @@ from kubectl_dra.allocatable.devices import mapped_amounts
 from kubectl_dra.allocatable.entries import unknown_inputs
 from kubectl_dra.claims.findings import claim_findings
 from kubectl_dra.claims.reservations import ConsumerView, ReservationView, consumers, resolve
-from kubectl_dra.document import Document, Finding, Part
+from kubectl_dra.claims.views import ClaimRef, DeviceView
+from kubectl_dra.document import Document, Finding
 from kubectl_dra.model.inventory import Inventory
 from kubectl_dra.model.resource import DeviceClass, DeviceRequestAllocationResult, ResourceClaim, ResourceSlice
-
-
-class ClaimRef(Part):
-    namespace: str
-    name: str
-    uid: str
-    state: list[str]
-    node: str | None = None
-    finalizers: list[str] = Field(default_factory=list)
-    deletion_timestamp: str | None = None
-
-
-class DeviceView(Part):
-    request: str
-    driver: str
-    pool: str
-    device: str
-    share_id: str | None = Field(default=None, alias="shareID")
-    admin_access: bool | None = None
-    consumed_capacity: dict[str, str] | None = None
-    attributes: dict[str, Any] = Field(default_factory=dict)
-    capacity: dict[str, str] = Field(default_factory=dict)
-    node_allocatable: dict[str, str] = Field(default_factory=dict)
-    node_allocatable_overhead: dict[str, dict[str, str]] = Field(default_factory=dict)
-    resource_slice: str | None = None
-    found: bool = True
-    device_class_name: str | None = None  # from the request (or firstAvailable subrequest) that chose it
-    subrequest: str | None = None
-    device_class_found: bool | None = None  # None when DeviceClasses were not read
-    conditions: list[dict[str, str]] = Field(default_factory=list)
-    network_data: dict[str, Any] | None = None
-    invalid_fields: list[str] = Field(default_factory=list)  # of the device in its slice: what they feed is unknown
 
 
 class ClaimExplanation(Document):

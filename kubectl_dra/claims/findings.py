@@ -2,22 +2,18 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from kubectl_dra.claims.reservations import ConsumerView, ReservationView
+from kubectl_dra.claims.views import DeviceView
 from kubectl_dra.document import Finding
 from kubectl_dra.model.inventory import Inventory
 from kubectl_dra.model.pod import Pod
 from kubectl_dra.model.resource import RESERVED_FOR_MAX, ResourceClaim
 
-if TYPE_CHECKING:
-    from kubectl_dra.claims.explain import DeviceView
-    from kubectl_dra.claims.reservations import ConsumerView, ReservationView
-
 DELETE_PROTECTION = "resource.kubernetes.io/delete-protection"
 NEAR_LIMIT = 0.9
 
 
-def _stale_reason(view: "ReservationView") -> str | None:
+def _stale_reason(view: ReservationView) -> str | None:
     if view.resolved == "missing":
         return f"pod {view.name} (uid {view.uid}) no longer exists"
     if view.resolved == "uidMismatch":
@@ -36,8 +32,8 @@ def where_missing(inventory: Inventory, driver: str, pool: str, device: str) -> 
     return "in no ResourceSlice"
 
 
-def claim_findings(claim: ResourceClaim, devices: list["DeviceView"], reservations: list["ReservationView"],
-                   users: list["ConsumerView"], inventory: Inventory) -> list[Finding]:
+def claim_findings(claim: ResourceClaim, devices: list[DeviceView], reservations: list[ReservationView],
+                   users: list[ConsumerView], inventory: Inventory) -> list[Finding]:
     found: list[Finding] = []
     ref = f"resourceclaim/{claim.namespace}/{claim.name}"
 

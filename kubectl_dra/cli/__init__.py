@@ -8,7 +8,7 @@ import click
 
 from kubectl_dra.cli.exitcodes import EPILOG, ExitStatus
 from kubectl_dra.cli.lazy import LazyGroup
-from kubectl_dra.cli.options import root_kube_options
+from kubectl_dra.flags.connection import root_kube_options
 
 COMMANDS = {
     "claims": ("kubectl_dra.cli.claims:claims", "List ResourceClaims: state, node, devices, reservations."),

@@ -5,7 +5,8 @@ from __future__ import annotations
 import click
 
 from kubectl_dra.cli.exitcodes import EPILOG
-from kubectl_dra.cli.options import kube_options, output_options
+from kubectl_dra.cli.options import output_options
+from kubectl_dra.flags.connection import kube_options
 
 
 @click.command("claims", epilog=EPILOG)
@@ -36,7 +37,8 @@ def claims(ctx: click.Context, kube, output, selector: str | None, only_findings
       kubectl dra claims -A --snapshot examples/cluster -o json
     """
     from kubectl_dra.claims.summary import SORT_ALIASES, SORT_KEYS, list_claims, sort_key
-    from kubectl_dra.cli.runtime import open_source, report_problems
+    from kubectl_dra.cli.runtime import report_problems
+    from kubectl_dra.kube.sources import open_source
     from kubectl_dra.kube.reads import ReadRequest
     from kubectl_dra.model.pod import Pod
     from kubectl_dra.model.resource import ResourceClaim, ResourceSlice

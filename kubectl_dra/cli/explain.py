@@ -5,8 +5,9 @@ from __future__ import annotations
 import click
 
 from kubectl_dra.cli.exitcodes import EPILOG
-from kubectl_dra.cli.nodeflags import node_options
-from kubectl_dra.cli.options import kube_options, output_options
+from kubectl_dra.flags.node import node_options
+from kubectl_dra.cli.options import output_options
+from kubectl_dra.flags.connection import kube_options
 from kubectl_dra.cli.overlays import catalog_option
 
 
@@ -39,7 +40,8 @@ def claim(ctx: click.Context, kube, output, pod_name: str | None, name: str | No
       kubectl dra explain claim --pod web-0 gpu     # the claim behind pod web-0's claim "gpu"
     """
     from kubectl_dra.claims.explain import explain_claim
-    from kubectl_dra.cli.runtime import fetch_named, open_source, read_around, report_problems
+    from kubectl_dra.cli.runtime import fetch_named, read_around, report_problems
+    from kubectl_dra.kube.sources import open_source
     from kubectl_dra.kube.reads import ReadRequest
     from kubectl_dra.model.pod import Pod
     from kubectl_dra.model.registry import MODELS
@@ -124,7 +126,8 @@ def pod(ctx: click.Context, kube, output, node_flags, name: str) -> None:
       kubectl dra explain pod embedder -n ml --snapshot examples/cluster --memory-qos legacy
     """
     from kubectl_dra.cgroups.options import resolve
-    from kubectl_dra.cli.runtime import fetch_named, open_source, read_around, report_problems
+    from kubectl_dra.cli.runtime import fetch_named, read_around, report_problems
+    from kubectl_dra.kube.sources import open_source
     from kubectl_dra.kube.reads import ReadRequest
     from kubectl_dra.model.node import Node
     from kubectl_dra.model.pod import Pod
@@ -173,7 +176,8 @@ def node(ctx: click.Context, kube, output, catalog, feature_gate, name: str) -> 
       kubectl dra explain node worker-cpu-1 --snapshot examples/cluster -o json
     """
     from kubectl_dra.cli.overlays import read_overlay_inputs
-    from kubectl_dra.cli.runtime import fetch_named, join_first, open_source, report_problems
+    from kubectl_dra.cli.runtime import fetch_named, join_first, report_problems
+    from kubectl_dra.kube.sources import open_source
     from kubectl_dra.kube.reads import ReadRequest
     from kubectl_dra.model.node import Node
     from kubectl_dra.model.pod import Pod

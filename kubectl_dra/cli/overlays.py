@@ -7,7 +7,8 @@ from pathlib import Path
 import click
 
 from kubectl_dra.cli.exitcodes import EPILOG
-from kubectl_dra.cli.options import kube_options, output_options
+from kubectl_dra.cli.options import output_options
+from kubectl_dra.flags.connection import kube_options
 
 
 GATE = {"on": True, "off": False, "unknown": None}
@@ -89,7 +90,8 @@ def overlays(ctx: click.Context, kube, output, catalog, feature_gate, nodepools,
       kubectl dra overlays --nodepool gpu --overlay gpu-savings-plan
       kubectl dra overlays --catalog instance-types.yaml -o json
     """
-    from kubectl_dra.cli.runtime import open_source, report_problems
+    from kubectl_dra.cli.runtime import report_problems
+    from kubectl_dra.kube.sources import open_source
     from kubectl_dra.model.karpenter import NodeOverlay, NodePool
     from kubectl_dra.overlays.engine import evaluate
     from kubectl_dra.printers.output import emit

@@ -1,59 +1,20 @@
-"""What every command does around its core: open the source, report problems, pick the exit code."""
+"""What every kubectl-dra command does around its core: report problems and pick the exit code,
+fetch the named object first, join the rest of the reads."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from kubectl_dra.cli.exitcodes import ExitStatus
-from kubectl_dra.cli.options import KubeOptions
 from kubectl_dra.env import Environment
+from kubectl_dra.kube.sources import Opened
 from kubectl_dra.model.inventory import Inventory
-
-
-@dataclass
-class Opened:
-    source: object  # LiveSource | SnapshotSource: both have read(requests) -> Inventory
-    namespace: str | None  # namespace to read; None = every namespace
-    default_namespace: str  # where a NAME argument is looked up
-    live: bool
-
-
-def open_source(kube: KubeOptions) -> Opened:
-    """A snapshot when ``--snapshot`` is given (default: every namespace), else the cluster."""
-    if kube.snapshot:
-        from kubectl_dra.kube.snapshot import SnapshotSource
-
-        namespace = None if kube.all_namespaces else kube.namespace
-        return Opened(SnapshotSource(kube.snapshot), namespace, kube.namespace or "default", live=False)
-    import os
-
-    from kubectl_dra.kube.client import Session
-    from kubectl_dra.kube.config import ConfigFlags, load_client_config
-    from kubectl_dra.kube.live import LiveSource
-
-    flags = ConfigFlags(
-        kubeconfig=kube.kubeconfig, context=kube.context, cluster=kube.cluster, user=kube.user,
-        namespace=kube.namespace, server=kube.server, token=kube.token,
-        certificate_authority=kube.certificate_authority, client_certificate=kube.client_certificate,
-        client_key=kube.client_key, tls_server_name=kube.tls_server_name,
-        insecure_skip_tls_verify=kube.insecure_skip_tls_verify, as_user=kube.as_user,
-        as_groups=tuple(kube.as_groups), as_uid=kube.as_uid, request_timeout=kube.request_timeout,
-    )
-    config = load_client_config(flags, environ=os.environ)
-    session = Session(config.configuration, request_timeout=config.request_timeout,
-                      headers=config.impersonate_headers)
-    namespace = None if kube.all_namespaces else config.namespace
-    return Opened(LiveSource(session), namespace, config.namespace, live=True)
+from kubectl_dra.printers.problems import problem_lines
 
 
 def report_problems(env: Environment, inventory: Inventory) -> ExitStatus:
     """Problems go to stderr, one line each; any error-level problem makes the result partial."""
-    status = ExitStatus.OK
-    for problem in inventory.problems:
-        env.error(f"{problem.severity}: {problem.message}")
-        if problem.severity == "error":
-            status = ExitStatus.PARTIAL
-    return status
+    for line in problem_lines(inventory):
+        env.error(line)
+    return ExitStatus.PARTIAL if any(p.severity == "error" for p in inventory.problems) else ExitStatus.OK
 
 
 def fetch_named(env: Environment, opened: Opened, model, namespace: str | None, name: str):

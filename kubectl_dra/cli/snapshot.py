@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from kubectl_dra.cli.exitcodes import EPILOG
-from kubectl_dra.cli.options import kube_options
+from kubectl_dra.flags.connection import kube_options
 
 
 @click.command("snapshot", epilog=EPILOG)
@@ -32,7 +32,8 @@ def snapshot(ctx: click.Context, kube, output_dir: Path, no_headers: bool) -> No
       kubectl dra snapshot -o bundle/ -A
       kubectl dra claims -A --snapshot bundle/
     """
-    from kubectl_dra.cli.runtime import open_source, report_problems
+    from kubectl_dra.cli.runtime import report_problems
+    from kubectl_dra.kube.sources import open_source
     from kubectl_dra.kube.reads import ReadRequest
     from kubectl_dra.kube.snapshot import write_snapshot
     from kubectl_dra.model.registry import MODELS

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
-from kubectl_dra.cli.nodeflags import node_options
-from kubectl_dra.cli.options import kube_options
+from kubectl_dra.flags.node import node_options
+from kubectl_dra.flags.connection import kube_options
 
 VERIFY_EPILOG = ("Exit codes: 0 every pod checked matches (or there is none to check); 1 a divergence was found "
                  "(stale verdicts do not count); 2 usage error; 3 error (no reports, POD or node not found, "
@@ -54,7 +54,8 @@ def verify(ctx: click.Context, kube, node_flags, nodes, selector, cgroup_root, k
       kubectl dra verify -A --snapshot examples/cluster
       kubectl dra verify --cgroup-root /sys/fs/cgroup --node "$(hostname)"
     """
-    from kubectl_dra.cli.runtime import open_source, report_problems
+    from kubectl_dra.cli.runtime import report_problems
+    from kubectl_dra.kube.sources import open_source
     from kubectl_dra.errors import NotFoundError
     from kubectl_dra.kube.reads import ReadRequest
     from kubectl_dra.model.node import Node

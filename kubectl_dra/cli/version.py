@@ -18,7 +18,7 @@ def version(env) -> None:
 @click.pass_obj
 def options(env) -> None:
     """List the connection flags every command accepts (before or after the command name)."""
-    from kubectl_dra.cli.options import connection_help
+    from kubectl_dra.flags.connection import connection_help
 
     formatter = click.HelpFormatter(max_width=100)
     formatter.write_text("These flags work like kubectl's and may be given before or after the command:")

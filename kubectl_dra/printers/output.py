@@ -6,7 +6,7 @@ from typing import Callable
 
 from pydantic import BaseModel
 
-from kubectl_dra.cli.options import OutputOptions
+from kubectl_dra.printers.options import OutputOptions
 from kubectl_dra.env import Environment
 from kubectl_dra.printers.documents import to_json, to_yaml
 

@@ -15,7 +15,7 @@ from loader import load
 from test_real_objects import EXAMPLE, crds, raw_objects
 
 from kubectl_dra.cgroups.options import NodeOptions
-from kubectl_dra.cli.options import KubeOptions
+from kubectl_dra.kube.options import KubeOptions
 from kubectl_dra.model.registry import parse_object
 from node_agent.service import Agent, AgentConfig
 

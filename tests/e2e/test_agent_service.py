@@ -9,7 +9,7 @@ from cgroup_tree import build_tree, set_file
 from agentpods import NODE, NODE_OBJECT, node_pods
 
 from kubectl_dra.cgroups.options import NodeOptions
-from kubectl_dra.cli.options import KubeOptions
+from kubectl_dra.kube.options import KubeOptions
 from kubectl_dra.errors import ApiError
 from node_agent.service import Agent, AgentConfig
 

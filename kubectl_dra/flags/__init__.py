@@ -1,0 +1,1 @@
+"""Command-line flags both programs share (kubectl-dra and dra-node-agent): connection and node flags."""
