@@ -76,6 +76,8 @@ def run_scan_once(kube, node_flags: dict, node: str | None, cgroup_root: str, sy
     inventory = None
     try:
         opened = open_source(kube)
+        for notice in opened.notices:
+            env.error(notice)
         inventory = opened.source.read(node_requests(name))
         check_node(inventory, name, source, opened.source.description)
         kubelet = read_kubelet_state(kubelet_root)
@@ -144,6 +146,8 @@ class Agent:
         from kubectl_dra.kube.sources import open_source
 
         opened = open_source(self.kube)
+        for notice in opened.notices:
+            self.env.error(notice)
         self.source = opened.source
         self.session = getattr(opened.source, "session", None)
 

@@ -40,8 +40,7 @@ def claim(ctx: click.Context, kube, output, pod_name: str | None, name: str | No
       kubectl dra explain claim --pod web-0 gpu     # the claim behind pod web-0's claim "gpu"
     """
     from kubectl_dra.claims.explain import explain_claim
-    from kubectl_dra.cli.runtime import fetch_named, read_around, report_problems
-    from kubectl_dra.kube.sources import open_source
+    from kubectl_dra.cli.runtime import fetch_named, open_for, read_around, report_problems
     from kubectl_dra.kube.reads import ReadRequest
     from kubectl_dra.model.pod import Pod
     from kubectl_dra.model.registry import MODELS
@@ -54,7 +53,7 @@ def claim(ctx: click.Context, kube, output, pod_name: str | None, name: str | No
 
     env = ctx.obj
     env.color = output.color
-    opened = open_source(kube)
+    opened = open_for(env, kube)
     namespace = kube.namespace or opened.default_namespace
     if pod_name:
         name = _claim_of_pod(env, opened, namespace, pod_name, name)
@@ -126,8 +125,7 @@ def pod(ctx: click.Context, kube, output, node_flags, name: str) -> None:
       kubectl dra explain pod embedder -n ml --snapshot examples/cluster --memory-qos legacy
     """
     from kubectl_dra.cgroups.options import resolve
-    from kubectl_dra.cli.runtime import fetch_named, read_around, report_problems
-    from kubectl_dra.kube.sources import open_source
+    from kubectl_dra.cli.runtime import fetch_named, open_for, read_around, report_problems
     from kubectl_dra.kube.reads import ReadRequest
     from kubectl_dra.model.node import Node
     from kubectl_dra.model.pod import Pod
@@ -139,7 +137,7 @@ def pod(ctx: click.Context, kube, output, node_flags, name: str) -> None:
 
     env = ctx.obj
     env.color = output.color
-    opened = open_source(kube)
+    opened = open_for(env, kube)
     namespace = kube.namespace or opened.default_namespace
     found, first = fetch_named(env, opened, Pod, namespace, name)
     requests = [ReadRequest(ResourceClaim, namespace), ReadRequest(ResourceSlice)]
@@ -176,8 +174,7 @@ def node(ctx: click.Context, kube, output, catalog, feature_gate, name: str) -> 
       kubectl dra explain node worker-cpu-1 --snapshot examples/cluster -o json
     """
     from kubectl_dra.cli.overlays import read_overlay_inputs
-    from kubectl_dra.cli.runtime import fetch_named, join_first, report_problems
-    from kubectl_dra.kube.sources import open_source
+    from kubectl_dra.cli.runtime import fetch_named, join_first, open_for, report_problems
     from kubectl_dra.kube.reads import ReadRequest
     from kubectl_dra.model.node import Node
     from kubectl_dra.model.pod import Pod
@@ -189,7 +186,7 @@ def node(ctx: click.Context, kube, output, catalog, feature_gate, name: str) -> 
 
     env = ctx.obj
     env.color = output.color
-    opened = open_source(kube)
+    opened = open_for(env, kube)
     found, first = fetch_named(env, opened, Node, None, name)
     # every slice: a node also reaches slices by nodeSelector, allNodes and per-device selection
     inventory, types = read_overlay_inputs(opened, catalog, [

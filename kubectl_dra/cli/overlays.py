@@ -90,8 +90,7 @@ def overlays(ctx: click.Context, kube, output, catalog, feature_gate, nodepools,
       kubectl dra overlays --nodepool gpu --overlay gpu-savings-plan
       kubectl dra overlays --catalog instance-types.yaml -o json
     """
-    from kubectl_dra.cli.runtime import report_problems
-    from kubectl_dra.kube.sources import open_source
+    from kubectl_dra.cli.runtime import open_for, report_problems
     from kubectl_dra.model.karpenter import NodeOverlay, NodePool
     from kubectl_dra.overlays.engine import evaluate
     from kubectl_dra.printers.output import emit
@@ -100,7 +99,7 @@ def overlays(ctx: click.Context, kube, output, catalog, feature_gate, nodepools,
 
     env = ctx.obj
     env.color = output.color
-    opened = open_source(kube)
+    opened = open_for(env, kube)
     inventory, types = read_overlay_inputs(opened, catalog)
     result = evaluate(inventory.all(NodeOverlay), inventory.all(NodePool), types, gate_enabled=feature_gate)
     result.problems = [p.message for p in inventory.problems]

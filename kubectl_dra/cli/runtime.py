@@ -5,9 +5,18 @@ from __future__ import annotations
 
 from kubectl_dra.cli.exitcodes import ExitStatus
 from kubectl_dra.env import Environment
-from kubectl_dra.kube.sources import Opened
+from kubectl_dra.kube.options import KubeOptions
+from kubectl_dra.kube.sources import Opened, open_source
 from kubectl_dra.model.inventory import Inventory
 from kubectl_dra.printers.problems import problem_lines
+
+
+def open_for(env: Environment, kube: KubeOptions) -> Opened:
+    """Open the command's source and say, once, what the user must know about it."""
+    opened = open_source(kube)
+    for notice in opened.notices:
+        env.error(notice)
+    return opened
 
 
 def report_problems(env: Environment, inventory: Inventory) -> ExitStatus:
@@ -15,6 +24,17 @@ def report_problems(env: Environment, inventory: Inventory) -> ExitStatus:
     for line in problem_lines(inventory):
         env.error(line)
     return ExitStatus.PARTIAL if any(p.severity == "error" for p in inventory.problems) else ExitStatus.OK
+
+
+def require_kinds(env: Environment, inventory: Inventory, *models) -> None:
+    """Stop with exit 3 when a kind the output is made of could not be read: an empty table or
+    list would say "none" where the truth is "unknown"."""
+    from kubectl_dra.errors import ApiError
+
+    missing = [m.KIND for m in models if m.KIND not in inventory.read_kinds]
+    if missing:
+        report_problems(env, inventory)
+        raise ApiError(f"nothing to show: {' and '.join(missing)} objects could not be read (see above)")
 
 
 def fetch_named(env: Environment, opened: Opened, model, namespace: str | None, name: str):
@@ -29,6 +49,7 @@ def fetch_named(env: Environment, opened: Opened, model, namespace: str | None, 
     first = opened.source.read([ReadRequest(model, namespace, field_selector=f"metadata.name={name}")])
     found = first.get(model, namespace if model.NAMESPACED else None, name)
     if found is None:
+        require_kinds(env, first, model)  # could not read is not "not found"
         report_problems(env, first)
         where = f" in namespace {namespace}" if model.NAMESPACED else ""
         source = f" ({opened.source.description})" if not opened.live else ""

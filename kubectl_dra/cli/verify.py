@@ -54,8 +54,7 @@ def verify(ctx: click.Context, kube, node_flags, nodes, selector, cgroup_root, k
       kubectl dra verify -A --snapshot examples/cluster
       kubectl dra verify --cgroup-root /sys/fs/cgroup --node "$(hostname)"
     """
-    from kubectl_dra.cli.runtime import report_problems
-    from kubectl_dra.kube.sources import open_source
+    from kubectl_dra.cli.runtime import open_for, report_problems
     from kubectl_dra.errors import NotFoundError
     from kubectl_dra.kube.reads import ReadRequest
     from kubectl_dra.model.node import Node
@@ -69,7 +68,7 @@ def verify(ctx: click.Context, kube, node_flags, nodes, selector, cgroup_root, k
 
     env = ctx.obj
     env.color = color
-    opened = open_source(kube)
+    opened = open_for(env, kube)
     # verify is node-oriented: every namespace unless -n, or a POD in the context's namespace, narrows it
     if kube.all_namespaces:
         namespace = None
@@ -110,7 +109,11 @@ def verify(ctx: click.Context, kube, node_flags, nodes, selector, cgroup_root, k
             report_problems(env, inventory)
             where = f" for {', '.join(nodes)}" if nodes else ""
             if "NodeEnforcementReport" not in inventory.read_kinds:
-                raise NotFoundError(f"no NodeEnforcementReport could be read{where} (see the errors above)")
+                if not any(p.not_served for p in inventory.problems if p.kind == "NodeEnforcementReport"):
+                    raise NotFoundError(f"no NodeEnforcementReport could be read{where} (see the errors above)")
+                raise NotFoundError("this cluster has no NodeEnforcementReport API (its CRD is not installed): "
+                                    "dra-node-agent is not deployed (kubectl apply -k manifests/), or use "
+                                    "--cgroup-root on a node")
             raise NotFoundError(f"no NodeEnforcementReport found{where}: is dra-node-agent deployed? "
                                 "(kubectl apply -k manifests/), or use --cgroup-root on a node")
     if pod is not None and "Pod" in inventory.read_kinds and not any(

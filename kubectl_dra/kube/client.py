@@ -1,15 +1,19 @@
 """One HTTP session with an API server, through the official client, returning raw JSON.
 
 DRA and scheduling objects change shape between minor versions, so we fetch raw JSON and parse
-it into our own tolerant views (ecosystem.md §2.3) instead of the client's strict models. Every
-call carries a timeout; GETs are retried on 429/5xx by urllib3's ``Retry`` (honouring
-Retry-After), which the client installs in its connection pool.
+it into our own tolerant views instead of the client's strict models. Every call carries a
+timeout. GETs are retried here, not in the connection pool, so ``--request-timeout`` bounds a
+request with all its retries and every Retry-After wait: 429 and 5xx up to four times (honouring
+Retry-After while it fits), a refused connection twice; a TLS verification failure, a read
+timeout and every write are never retried.
 """
 
 from __future__ import annotations
 
+import email.utils
 import json
-from typing import Any, Mapping, Sequence
+import time
+from typing import Any, Callable, Mapping, Sequence
 
 from kubectl_dra.errors import ApiError
 
@@ -17,22 +21,29 @@ DEFAULT_TIMEOUT = (10.0, 60.0)
 """(connect, read) seconds when the user did not pass ``--request-timeout``."""
 
 RETRY_STATUSES = (429, 500, 502, 503, 504)
+STATUS_RETRIES = 4
+CONNECT_RETRIES = 2
+BACKOFF = 0.25  # seconds, doubled each retry
 
 
-def retry_policy(total: int = 4, backoff: float = 0.25):
-    from urllib3.util.retry import Retry
+def retry_after(value: str | None, now: float) -> float | None:
+    """Seconds a Retry-After header asks for (a number or an HTTP date)."""
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - now)
 
-    return Retry(
-        total=total,
-        connect=2,
-        read=0,  # a read timeout is not retried: the user asked for a bound
-        status=total,
-        status_forcelist=RETRY_STATUSES,
-        allowed_methods=frozenset({"GET", "HEAD"}),
-        backoff_factor=backoff,
-        respect_retry_after_header=True,
-        raise_on_status=False,
-    )
+
+def _is_tls(reason: object) -> bool:
+    text = f"{type(reason).__name__} {reason}"
+    return "SSL" in text or "CERTIFICATE" in text.upper()
 
 
 def status_message(status: int, body: bytes, fallback: str) -> str:
@@ -50,16 +61,20 @@ class Session:
     """GET JSON from one API server with the user's credentials, timeout and impersonation."""
 
     def __init__(self, configuration, *, request_timeout: float | None = None,
-                 headers: Mapping[str, Any] | None = None, retries=None):
+                 headers: Mapping[str, Any] | None = None, credential: str = "the configured credentials",
+                 clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep):
         from kubernetes.client import ApiClient
+        from urllib3.util.retry import Retry
 
-        if configuration.retries is None:
-            configuration.retries = retries if retries is not None else retry_policy()
+        configuration.retries = Retry(total=0, connect=0, read=0, status=0, redirect=0, raise_on_status=False)
         self.configuration = configuration
         self.api_client = ApiClient(configuration)
+        self.budget = request_timeout  # seconds for a request and all its retries; None: per-attempt default
         self.timeout = request_timeout if request_timeout else DEFAULT_TIMEOUT
         self.headers = dict(headers or {})
         self.server = configuration.host
+        self.credential = credential
+        self.clock, self.sleep = clock, sleep
 
     def close(self) -> None:
         self.api_client.close()
@@ -70,7 +85,7 @@ class Session:
 
     def request(self, method: str, path: str, query: Sequence[tuple[str, str]] = (), body: Any = None,
                 content_type: str = "application/json") -> dict:
-        """One request; writes (the agent's report and Events) are not retried by the pool."""
+        """One request (GETs with their retries, all within ``--request-timeout``)."""
         import urllib3
 
         headers = {"Accept": "application/json", **self.headers}
@@ -80,27 +95,59 @@ class Session:
             method=method, resource_path=path, query_params=list(query), body=body,
             header_params=headers, auth_settings=["BearerToken"],
         )
-        try:
-            response = self.api_client.call_api(method, url, header_params=header_params, body=serialized,
-                                                _request_timeout=self.timeout)
-            body = response.read()
-        except urllib3.exceptions.MaxRetryError as exc:
-            raise ApiError(self._unreachable(exc.reason)) from None
-        except (urllib3.exceptions.HTTPError, OSError) as exc:
-            raise ApiError(self._unreachable(exc)) from None
-        except Exception as exc:  # the client wraps TLS failures in ApiException(status=0)
-            if getattr(exc, "status", None) == 0:
-                raise ApiError(self._unreachable(getattr(exc, "reason", exc))) from None
-            raise
+        deadline = self.clock() + self.budget if self.budget else None
+        retries = {"status": 0, "connect": 0}
+        while True:
+            timeout = self.timeout if deadline is None else max(0.001, deadline - self.clock())
+            try:
+                response = self.api_client.call_api(method, url, header_params=header_params, body=serialized,
+                                                    _request_timeout=timeout)
+                data = response.read()
+            except urllib3.exceptions.MaxRetryError as exc:
+                reason: object = exc.reason
+            except (urllib3.exceptions.HTTPError, OSError) as exc:
+                reason = exc
+            except Exception as exc:  # the client wraps TLS failures in ApiException(status=0)
+                if getattr(exc, "status", None) != 0:
+                    raise
+                reason = getattr(exc, "reason", exc)
+            else:
+                if response.status not in RETRY_STATUSES or method != "GET" or retries["status"] >= STATUS_RETRIES:
+                    break
+                asked = retry_after(response.headers.get("Retry-After"), time.time())
+                if self._wait(asked if asked is not None else BACKOFF * 2 ** retries["status"], deadline):
+                    retries["status"] += 1
+                    continue
+                if asked is not None and deadline is not None:
+                    raise ApiError(f"{status_message(response.status, data, response.reason)} (HTTP "
+                                   f"{response.status}); the API server asked to retry after {asked:g}s, past "
+                                   "--request-timeout", status=response.status)
+                break
+            refused = "refused" in str(reason).lower()  # nothing was sent: safe to try again
+            if method == "GET" and refused and not _is_tls(reason) and retries["connect"] < CONNECT_RETRIES \
+                    and self._wait(BACKOFF * 2 ** retries["connect"], deadline):
+                retries["connect"] += 1
+                continue
+            raise ApiError(self._unreachable(reason)) from None
+        if response.status == 401:
+            raise ApiError(f"the API server at {self.server} refused {self.credential}: "
+                           f"{status_message(response.status, data, response.reason)} (HTTP 401)", status=401)
         if response.status >= 400:
-            raise ApiError(status_message(response.status, body, response.reason), status=response.status)
+            raise ApiError(status_message(response.status, data, response.reason), status=response.status)
         try:
-            doc = json.loads(body)
+            doc = json.loads(data)
         except ValueError:
             raise ApiError(f"{self.server}{path}: the server did not answer with JSON") from None
         if not isinstance(doc, dict):
             raise ApiError(f"{self.server}{path}: unexpected answer (not an object)")
         return doc
+
+    def _wait(self, seconds: float, deadline: float | None) -> bool:
+        """Sleep before a retry if the wait fits in the request's time budget."""
+        if deadline is not None and self.clock() + seconds >= deadline:
+            return False
+        self.sleep(seconds)
+        return True
 
     def watch(self, path: str, query: Sequence[tuple[str, str]], timeout: float):
         """Yield watch events (decoded JSON lines) until the server ends the stream."""

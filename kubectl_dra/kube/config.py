@@ -83,8 +83,9 @@ class ClientConfig:
     namespace: str  # -n, else the context's namespace, else the in-cluster namespace, else "default"
     context: str | None  # context used; None for in-cluster or --server without a context
     source: str  # e.g. "kubeconfig /root/.kube/config, context kind-dra" or "in-cluster"
-    request_timeout: float | None  # seconds; None = no timeout
+    request_timeout: float | None  # seconds; None = the default (10 s connect, 60 s read)
     impersonate_headers: dict[str, str]  # merge into every request's headers; keep key case as is
+    credential: str = "no credentials"  # what a 401 refused, e.g. 'user "admin" of context "kind" (bearer token)'
 
     def new_api_client(self):
         """A fresh ``kubernetes.client.ApiClient`` that also sends the impersonation headers."""
@@ -125,7 +126,8 @@ _TIMEOUT_HINT = "use whole seconds or a number with a unit, e.g. 0 (no timeout),
 
 
 def parse_duration(text: str) -> float | None:
-    """Seconds for a kubectl ``--request-timeout`` value; ``None`` for zero (no timeout).
+    """Seconds for a kubectl ``--request-timeout`` value; ``None`` for zero (the default: 10 s to
+    connect and 60 s to read each request, as `kubectl dra options` says).
 
     kubectl (client-go ``ParseTimeout``) accepts a non-negative integer, meaning seconds, or a Go
     duration: one or more ``<number><unit>`` with units ns, us (µs), ms, s, m, h, e.g. ``1m30s``.
@@ -471,6 +473,26 @@ def _configuration_from_kubeconfig(cluster: dict, user: dict, user_name: str | N
     return configuration
 
 
+def _credential(user: dict, user_name: str | None, context: str | None, flags) -> str:
+    """Which credential requests carry, in the words a 401 message needs."""
+    if flags.token:
+        kind = "the --token given"
+    elif user.get("token") or user.get("tokenFile"):
+        kind = "bearer token" + (f" from {user['tokenFile']}" if user.get("tokenFile") else "")
+    elif user.get("exec"):
+        kind = f"token from the exec plugin {user['exec'].get('command', '?')}"
+    elif user.get("auth-provider"):
+        kind = f"auth-provider {user['auth-provider'].get('name', '?')}"
+    elif user.get("client-certificate") or user.get("client-certificate-data") or flags.client_certificate:
+        kind = "client certificate" + (f" {user['client-certificate']}" if user.get("client-certificate") else "")
+    elif user.get("username"):
+        kind = "basic auth"
+    else:
+        return f'no credentials (user "{user_name}" has none)' if user_name else "no credentials"
+    who = f'user "{user_name}"' + (f' of context "{context}"' if context else "") if user_name else "the kubeconfig"
+    return kind if flags.token else f"{who} ({kind})"
+
+
 def _one_line(value: object) -> str:
     text = " ".join(str(value).split())
     return text or type(value).__name__
@@ -519,8 +541,10 @@ def _in_cluster(flags: ConfigFlags, environ: Mapping[str, str], sa_dir: Path,
     if flags.certificate_authority:
         configuration.ssl_ca_cert = os.path.abspath(flags.certificate_authority)
     namespace = flags.namespace or _in_cluster_namespace(environ, sa_dir) or "default"
+    credential = "the --token given" if flags.token else f"the service account token {token_file}"
     return ClientConfig(configuration=configuration, namespace=namespace, context=None,
-                        source="in-cluster", request_timeout=timeout, impersonate_headers=headers)
+                        source="in-cluster", request_timeout=timeout, impersonate_headers=headers,
+                        credential=credential)
 
 
 def _no_configuration(kc: Kubeconfig) -> ConfigError:
@@ -613,4 +637,5 @@ def load_client_config(flags: ConfigFlags, environ: Mapping[str, str] = os.envir
                  or "default")
     return ClientConfig(configuration=configuration, namespace=str(namespace),
                         context=context_name or None, source=source, request_timeout=timeout,
-                        impersonate_headers=headers)
+                        impersonate_headers=headers,
+                        credential=_credential(user, user_name, context_name, flags))

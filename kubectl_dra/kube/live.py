@@ -77,7 +77,7 @@ class LiveSource:
             inventory.problem(
                 f"cannot read {model.KIND} objects: this tool reads {model.GROUP} "
                 f"{', '.join(model.VERSIONS)} and {detail}",
-                kind=model.KIND, severity="error" if request.required else "warning")
+                kind=model.KIND, severity="error" if request.required else "warning", not_served=not served)
             return
         api_version = f"{model.GROUP}/{version}" if model.GROUP else version
         try:

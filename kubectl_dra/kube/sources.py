@@ -3,7 +3,7 @@ kubectl resolves it). Both programs open their source here."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from kubectl_dra.kube.options import KubeOptions
 
@@ -14,6 +14,7 @@ class Opened:
     namespace: str | None  # namespace to read; None = every namespace
     default_namespace: str  # where a NAME argument is looked up
     live: bool
+    notices: list[str] = field(default_factory=list)  # said once on stderr (e.g. TLS verification off)
 
 
 def open_source(kube: KubeOptions) -> Opened:
@@ -39,6 +40,15 @@ def open_source(kube: KubeOptions) -> Opened:
     )
     config = load_client_config(flags, environ=os.environ)
     session = Session(config.configuration, request_timeout=config.request_timeout,
-                      headers=config.impersonate_headers)
+                      headers=config.impersonate_headers, credential=config.credential)
     namespace = None if kube.all_namespaces else config.namespace
-    return Opened(LiveSource(session), namespace, config.namespace, live=True)
+    notices = []
+    if not config.configuration.verify_ssl:
+        import warnings
+
+        import urllib3
+
+        warnings.filterwarnings("ignore", category=urllib3.exceptions.InsecureRequestWarning)  # said once instead
+        notices.append(f"warning: not verifying the certificate of {config.configuration.host} "
+                       "(--insecure-skip-tls-verify): anyone on the path can read and change this traffic")
+    return Opened(LiveSource(session), namespace, config.namespace, live=True, notices=notices)

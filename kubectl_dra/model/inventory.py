@@ -26,6 +26,7 @@ class Problem(BaseModel):
     severity: Literal["error", "warning"] = "error"
     message: str
     kind: str | None = None
+    not_served: bool = False  # the API server does not serve the kind at all (e.g. its CRD is not installed)
 
 
 class Inventory:
@@ -55,8 +56,9 @@ class Inventory:
         for obj in objects:
             self.add(obj)
 
-    def problem(self, message: str, *, kind: str | None = None, severity: str = "error") -> None:
-        self.problems.append(Problem(message=message, kind=kind, severity=severity))
+    def problem(self, message: str, *, kind: str | None = None, severity: str = "error",
+                not_served: bool = False) -> None:
+        self.problems.append(Problem(message=message, kind=kind, severity=severity, not_served=not_served))
 
     def all(self, model: type[T]) -> list[T]:
         return list(self._by_type.get(model, ()))  # type: ignore[arg-type]

@@ -22,7 +22,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from k8s_build import BIN, CACHE, K8S_VERSION, KARPENTER_VERSION  # noqa: F401 - the one place paths are set
+from k8s_build import BIN, CACHE, KARPENTER_VERSION  # the one place paths are set
 BINARIES = ("etcd", "kube-apiserver", "kube-scheduler", "kube-controller-manager", "kubectl")
 KARPENTER_CRDS = CACHE / "crds" / f"karpenter-{KARPENTER_VERSION}"
 

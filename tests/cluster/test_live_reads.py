@@ -119,6 +119,33 @@ def test_forbidden_kind_gives_partial_result_and_names_the_permission(live, dra,
     assert "Traceback" not in result.stderr
 
 
+def test_forbidden_reports_are_not_a_missing_agent(example_cluster, dra):
+    """verify without permission to list reports: say so, not "is dra-node-agent deployed?"."""
+    _, kubeconfig = example_cluster
+    result = dra("verify", "-A", "--kubeconfig", kubeconfig, "--as", "alice")
+    assert result.exit_code == 3 and result.stdout == ""
+    assert 'User "alice" cannot list resource "nodeenforcementreports"' in result.stderr
+    assert "deployed" not in result.stderr
+    assert result.stderr.splitlines()[-1] == "error: no NodeEnforcementReport could be read (see the errors above)"
+
+
+def test_without_the_report_crd_the_agent_is_not_deployed(live, dra):
+    _, kubeconfig = live  # this cluster has no kubectl-dra CRD
+    result = dra("verify", "-A", "--kubeconfig", kubeconfig)
+    assert result.exit_code == 3 and result.stdout == ""
+    assert result.stderr.splitlines()[-1] == (
+        "error: this cluster has no NodeEnforcementReport API (its CRD is not installed): dra-node-agent is not "
+        "deployed (kubectl apply -k manifests/), or use --cgroup-root on a node")
+
+
+def test_a_node_that_does_not_exist_is_not_found(live, dra):
+    plane, kubeconfig = live
+    for args in (["explain", "node", "worker-9"], ["verify", "--node", "worker-9"]):
+        result = dra(*args, "--kubeconfig", kubeconfig)
+        assert result.exit_code == 3, (args, result)
+        assert result.stderr.splitlines()[-1] == 'error: node "worker-9" not found', args
+
+
 def test_unauthorized_is_one_clear_line(live, dra, tmp_path):
     plane, _ = live
     kubeconfig = str(plane.kubeconfig(tmp_path / "bad", token="not-a-token"))
@@ -134,6 +161,8 @@ def test_impersonation_reaches_the_server(live, dra):
     mark = plane.audit_mark()
     result = dra("claims", "--kubeconfig", kubeconfig, "--as", "alice", "--as-group", "sre", "--as-group", "oncall")
     assert 'User "alice" cannot list resource "pods"' in result.stderr  # alice may read nothing here
+    assert result.exit_code == 3 and result.stdout == "", "nothing could be read: not an empty (partial) list"
+    assert result.stderr.splitlines()[-1] == "error: nothing to show: ResourceClaim objects could not be read (see above)"
     impersonated = [e for e in plane.requests_since(mark) if e.get("impersonatedUser")]
     assert impersonated and all(e["user"]["username"] == ADMIN for e in impersonated)
     assert impersonated[0]["impersonatedUser"]["username"] == "alice"

@@ -73,8 +73,10 @@ def test_missing_kubeconfig_file(tmp_path, dra):
 def test_dra_api_not_served(make_apiserver, kubeconfig_for, dra):
     server = make_apiserver([pod("p")], served={"resource.k8s.io": []})
     result = dra("claims", "--kubeconfig", str(kubeconfig_for(server)), "-A")
-    assert result.exit_code == 4
+    assert result.exit_code == 3, "no claims could be read: nothing to show, not an empty list"
+    assert result.stdout == ""
     assert "resource.k8s.io is not served" in result.stderr
+    assert result.stderr.splitlines()[-1] == "error: nothing to show: ResourceClaim objects could not be read (see above)"
 
 
 def test_older_api_generation_is_discovered(make_apiserver, kubeconfig_for, dra):
@@ -86,3 +88,56 @@ def test_older_api_generation_is_discovered(make_apiserver, kubeconfig_for, dra)
     assert result.exit_code == 0, result
     assert result.json()["items"][0]["devices"] == [f"{GPU}/worker-1/gpu-0"]
     assert server.list_requests("resourceclaims")[0].path == "/apis/resource.k8s.io/v1beta1/namespaces/ml/resourceclaims"
+
+
+def test_retry_after_past_the_request_timeout_is_not_waited_for(cluster, dra):
+    """A server asking for 25 s must not hold a command given --request-timeout 2s."""
+    import time
+
+    server, kubeconfig = cluster
+    server.fail(429, resource="resourceclaims", retry_after=25)
+    started = time.monotonic()
+    result = dra("claims", "--kubeconfig", kubeconfig, "-A", "--request-timeout", "2s")
+    elapsed = time.monotonic() - started
+    assert elapsed < 2.5, f"took {elapsed:.1f}s"
+    assert result.exit_code == 3 and result.stdout == ""
+    assert result.stderr.strip().endswith(
+        "(HTTP 429); the API server asked to retry after 25s, past --request-timeout")
+    assert len(server.list_requests("resourceclaims")) == 1
+
+
+def test_retry_after_within_the_request_timeout_is_honoured(cluster, dra):
+    import time
+
+    server, kubeconfig = cluster
+    server.fail(429, resource="resourceclaims", retry_after=1, times=1)
+    started = time.monotonic()
+    result = dra("claims", "--kubeconfig", kubeconfig, "-A", "-o", "name", "--request-timeout", "5s")
+    assert result.exit_code == 0, result
+    assert 1.0 <= time.monotonic() - started < 4.0
+    assert len(server.list_requests("resourceclaims")) == 2
+
+
+def test_retries_stop_at_the_request_timeout(make_apiserver, kubeconfig_for, dra):
+    """Backoff retries of a failing server are bounded by the timeout too, not only by their count."""
+    import time
+
+    server = make_apiserver(small_cluster())
+    server.fail(503, resource="resourceclaims")
+    started = time.monotonic()
+    result = dra("claims", "--kubeconfig", str(kubeconfig_for(server)), "-A", "--request-timeout", "1s")
+    assert time.monotonic() - started < 1.5
+    assert result.exit_code == 3 and result.stderr == "error: the server is currently unable to handle the request\n"
+    assert 2 <= len(server.list_requests("resourceclaims")) <= 4  # 0.25 s, 0.5 s backoff fit; 1 s does not
+
+
+def test_unauthorized_names_the_credential(make_apiserver, kubeconfig_for, dra):
+    server = make_apiserver(small_cluster(), token="right-token")
+    kubeconfig = kubeconfig_for(server, context="prod", token="wrong-token")
+    result = dra("claims", "--kubeconfig", str(kubeconfig), "-A")
+    assert result.exit_code == 3 and result.stdout == ""
+    assert result.stderr == (f'error: the API server at {server.url} refused user "prod-user" of context "prod" '
+                             "(bearer token): Unauthorized (HTTP 401)\n")
+    assert len(server.requests) == 1, "a 401 is not retried"
+    flag = dra("claims", "--kubeconfig", str(kubeconfig), "-A", "--token", "other")
+    assert "refused the --token given" in flag.stderr

@@ -9,7 +9,6 @@ import pytest
 from kubernetes import client, config, watch
 from kubernetes.client.exceptions import ApiException
 
-from apiserver import FakeAPIServer
 
 
 def pod(name, namespace="a", labels=None, node=None, phase="Running"):
