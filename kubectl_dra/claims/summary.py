@@ -26,6 +26,7 @@ class ClaimSummary(Part):
     pods: list[str] = Field(default_factory=list)  # pods that reference the claim
     groups: list[str] = Field(default_factory=list)  # PodGroups it is reserved for
     node_allocatable: dict[str, str] = Field(default_factory=dict)  # mapped amounts over the devices
+    node_allocatable_overhead: dict[str, dict[str, str]] = Field(default_factory=dict)  # resource -> perPod/perContainer
     findings: list[str] = Field(default_factory=list)  # finding codes (filled by the detailed view)
     creation_timestamp: datetime | None = None
 
@@ -35,10 +36,16 @@ class ClaimList(Document):
     items: list[ClaimSummary] = Field(default_factory=list)
 
 
-def consumer_label(ref: ResourceClaimConsumerReference) -> str:
-    """How a reservation is shown in one table cell: ``pod/NAME``, ``podgroup/NAME``."""
+def consumer_label(ref: ResourceClaimConsumerReference, ambiguous: bool = False) -> str:
+    """How a reservation is shown in one table cell: ``pod/NAME``, ``podgroup/NAME``; with the UID's
+    first 8 characters when another entry has the same name (a replaced pod next to its successor)."""
     kind = ref.resource[:-1] if ref.resource.endswith("s") else ref.resource
-    return f"{kind}/{ref.name}"
+    return f"{kind}/{ref.name}" + (f"({ref.uid[:8]})" if ambiguous and ref.uid else "")
+
+
+def reservation_labels(refs: list[ResourceClaimConsumerReference]) -> list[str]:
+    names = [(r.resource, r.name) for r in refs]
+    return [consumer_label(r, names.count((r.resource, r.name)) > 1) for r in refs]
 
 
 def summarize(claim: ResourceClaim, inventory: Inventory) -> ClaimSummary:
@@ -53,7 +60,7 @@ def summarize(claim: ResourceClaim, inventory: Inventory) -> ClaimSummary:
         devices=[f"{r.driver}/{r.pool}/{r.device}" for r in results],
         drivers=sorted({r.driver for r in results}),
         pools=sorted({r.pool for r in results}),
-        reserved_for=[consumer_label(ref) for ref in claim.status.reserved_for],
+        reserved_for=reservation_labels(claim.status.reserved_for),
         pods=sorted(p.name for p in pods),
         groups=[ref.name for ref in claim.status.reserved_for if ref.is_pod_group],
         creation_timestamp=claim.metadata.creation_timestamp,
@@ -89,6 +96,10 @@ def list_claims(inventory: Inventory, *, detailed: bool = False, only_findings: 
     return ClaimList(items=items, problems=[p.message for p in inventory.problems])
 
 
+def _add(totals: dict, key: str, q: Quantity) -> None:
+    totals[key] = totals[key] + q if key in totals else q
+
+
 def _summaries(inventory: Inventory, detailed: bool, only_findings: bool) -> list[ClaimSummary]:
     items = []
     for claim in inventory.claims():
@@ -99,10 +110,16 @@ def _summaries(inventory: Inventory, detailed: bool, only_findings: bool) -> lis
             explanation = explain_claim(claim, inventory)
             item.findings = sorted({f.code for f in explanation.findings})
             totals: dict = {}
+            overhead: dict = {}
             for device in explanation.devices:
                 for resource, q in device.node_allocatable.items():
-                    totals[resource] = totals[resource] + Quantity.parse(q) if resource in totals else Quantity.parse(q)
+                    _add(totals, resource, Quantity.parse(q))
+                for resource, parts in device.node_allocatable_overhead.items():
+                    for part, q in parts.items():
+                        _add(overhead.setdefault(resource, {}), part, Quantity.parse(q))
             item.node_allocatable = {k: str(v) for k, v in sorted(totals.items())}
+            item.node_allocatable_overhead = {r: {k: str(v) for k, v in parts.items()}
+                                              for r, parts in sorted(overhead.items())}
         if only_findings and not item.findings:
             continue
         items.append(item)

@@ -37,8 +37,7 @@ def claims(ctx: click.Context, kube, output, selector: str | None, only_findings
       kubectl dra claims -A --snapshot examples/cluster -o json
     """
     from kubectl_dra.claims.summary import SORT_ALIASES, SORT_KEYS, list_claims, sort_key
-    from kubectl_dra.cli.runtime import report_problems
-    from kubectl_dra.kube.sources import open_source
+    from kubectl_dra.cli.runtime import open_for, report_problems, require_kinds
     from kubectl_dra.kube.reads import ReadRequest
     from kubectl_dra.model.pod import Pod
     from kubectl_dra.model.resource import ResourceClaim, ResourceSlice
@@ -52,13 +51,14 @@ def claims(ctx: click.Context, kube, output, selector: str | None, only_findings
                                  param_hint="--sort-by")
     env = ctx.obj
     env.color = output.color
-    opened = open_source(kube)
-    detailed = output.format in ("wide", "json", "yaml") or only_findings
+    opened = open_for(env, kube)
+    detailed = output.format in ("wide", "json", "yaml") or only_findings or sort_key(sort_by) is SORT_KEYS["findings"]
     requests = [ReadRequest(ResourceClaim, opened.namespace, label_selector=selector),
                 ReadRequest(Pod, opened.namespace, keep_raw=False)]
     if detailed:
         requests += [ReadRequest(ResourceSlice), ReadRequest(PodGroup, opened.namespace, required=False)]
     inventory = opened.source.read(requests)
+    require_kinds(env, inventory, ResourceClaim)
     result = list_claims(inventory, detailed=detailed, only_findings=only_findings, sort_by=sort_by)
     show_namespace = opened.namespace is None
     empty_table = not result.items and output.format in ("table", "wide")

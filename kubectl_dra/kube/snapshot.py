@@ -66,12 +66,15 @@ def _flatten(doc) -> Iterator[dict]:
 
 
 def load_snapshot(path: Path) -> Inventory:
-    """Everything in a snapshot, with problems recorded instead of raised."""
+    """Everything in a snapshot, with problems recorded instead of raised (except a single file
+    that cannot be read at all: then there is nothing to show)."""
     inventory = Inventory()
     for file in snapshot_files(path):
         try:
             documents = read_documents(file)
         except InputError as exc:
+            if file == path:
+                raise
             inventory.problem(str(exc))
             continue
         for doc in documents:
@@ -89,13 +92,30 @@ def load_snapshot(path: Path) -> Inventory:
     return inventory
 
 
+def snapshot_about(path: Path) -> dict | None:
+    """The marker of a directory ``kubectl dra snapshot`` wrote; None for hand-made snapshots."""
+    marker = path / MARKER
+    if not path.is_dir() or not marker.is_file():
+        return None
+    try:
+        about = yaml.load(marker.read_text(encoding="utf-8"), Loader=_Loader)
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return None
+    return about if isinstance(about, dict) and isinstance(about.get("kinds"), dict) else None
+
+
 class SnapshotSource:
-    """Objects from snapshot files, filtered per request the way a server would filter them."""
+    """Objects from snapshot files, filtered per request the way a server would filter them.
+
+    A directory written by ``kubectl dra snapshot`` says which kinds it holds: a kind it could
+    not read then is reported as unread now, never as "none"."""
 
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
         self._loaded: Inventory | None = None
         self._problems_reported = False
+        self._said: set[str] = set()
+        self.about = snapshot_about(self.path)
 
     @property
     def description(self) -> str:
@@ -113,6 +133,8 @@ class SnapshotSource:
         inventory.documents.update(loaded.documents)
         for request in requests:
             model = request.model
+            if not self._held(request, inventory):
+                continue
             labels, fields = label_matcher(request.label_selector), field_matcher(request.field_selector)
             for obj in loaded.all(model):
                 if model.NAMESPACED and request.namespace and obj.namespace != request.namespace:
@@ -122,16 +144,75 @@ class SnapshotSource:
             inventory.read_kinds.add(model.KIND)
         return inventory
 
+    def _held(self, request: ReadRequest, inventory: Inventory) -> bool:
+        """Whether the snapshot holds the kind; say once what it lacks."""
+        if self.about is None:
+            return True
+        model = request.model
+        if model.KIND not in self.about["kinds"]:
+            reason = (self.about.get("notRead") or {}).get(model.KIND)
+            inventory.problem(f"snapshot {self.path} holds no {model.KIND} objects: they could not be read when it "
+                              f"was taken" + (f" ({reason})" if reason else ""), kind=model.KIND,
+                              severity="error" if request.required else "warning")
+            return False
+        taken_in = self.about.get("namespace")
+        if model.NAMESPACED and taken_in and request.namespace != taken_in and "namespace" not in self._said:
+            self._said.add("namespace")
+            inventory.problem(f"snapshot {self.path} holds namespace {taken_in} only (it was taken with "
+                              f"-n {taken_in})", kind=model.KIND, severity="warning")
+        return True
 
-def write_snapshot(directory: Path, objects_by_kind: dict[type[KubeObject], list[dict]]) -> list[Path]:
-    """One ``kind: List`` file per kind, named ``<plural>.<group>.yaml``; returns the files."""
-    directory.mkdir(parents=True, exist_ok=True)
-    written = []
-    for model, items in objects_by_kind.items():
-        name = f"{model.PLURAL}.{model.GROUP}.yaml" if model.GROUP else f"{model.PLURAL}.yaml"
-        target = directory / name
-        document = {"apiVersion": "v1", "kind": "List", "metadata": {}, "items": items}
-        target.write_text(yaml.dump(document, Dumper=_Dumper, sort_keys=False, default_flow_style=False),
-                          encoding="utf-8")
-        written.append(target)
-    return written
+
+MARKER = ".kubectl-dra-snapshot.yaml"
+"""Written last into every snapshot directory: which kinds it holds (a kind missing here was not
+read, which is not the same as "none exist"), from where, and which namespace."""
+
+
+def check_target(directory: Path, overwrite: bool) -> None:
+    """Refuse, before anything is read, to write where a snapshot would mix with other files."""
+    if directory.exists() and not directory.is_dir():
+        raise InputError(f"cannot write snapshot to {directory}: it exists and is not a directory")
+    if not directory.is_dir() or not any(directory.iterdir()):
+        return
+    if not overwrite:
+        raise InputError(f"{directory} is not empty: pass --overwrite to replace the snapshot in it, "
+                         "or choose a new directory")
+    if not (directory / MARKER).is_file():
+        raise InputError(f"{directory} is not empty and holds no snapshot ({MARKER} is missing): "
+                         "not replacing it, even with --overwrite; choose a new directory")
+
+
+def write_snapshot(directory: Path, objects_by_kind: dict[type[KubeObject], list[dict]],
+                   about: dict | None = None) -> list[Path]:
+    """One ``kind: List`` file per kind, named ``<plural>.<group>.yaml``, plus the marker; returns
+    the files. Written beside the target and renamed into place, so an earlier snapshot in
+    ``directory`` is replaced whole and a failed write leaves it as it was."""
+    import shutil
+
+    directory = Path(directory)
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    staging = directory.parent / f".{directory.name}.new-{os.getpid()}"
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir()  # the umask applies, as for mkdir
+    names = []
+    try:
+        for model, items in objects_by_kind.items():
+            name = f"{model.PLURAL}.{model.GROUP}.yaml" if model.GROUP else f"{model.PLURAL}.yaml"
+            document = {"apiVersion": "v1", "kind": "List", "metadata": {}, "items": items}
+            (staging / name).write_text(yaml.dump(document, Dumper=_Dumper, sort_keys=False,
+                                                  default_flow_style=False), encoding="utf-8")
+            names.append(name)
+        marker = {**(about or {}), "kinds": {model.KIND: len(items) for model, items in objects_by_kind.items()}}
+        (staging / MARKER).write_text("# written by kubectl dra snapshot; read back with --snapshot DIR\n"
+                                      + yaml.dump(marker, Dumper=_Dumper, sort_keys=False), encoding="utf-8")
+        if directory.exists():  # check_target: empty, or an earlier snapshot
+            retired = directory.parent / f".{directory.name}.old-{os.getpid()}"
+            os.rename(directory, retired)
+            os.rename(staging, directory)
+            shutil.rmtree(retired, ignore_errors=True)
+        else:
+            os.rename(staging, directory)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return [directory / name for name in names]

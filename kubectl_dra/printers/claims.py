@@ -17,6 +17,24 @@ CLAIM_COLUMNS = [
     Column("GROUPS", wide_only=True), Column("NODE-ALLOCATABLE", wide_only=True), Column("FINDINGS", wide_only=True),
 ]
 STATE_COLOR = {"pending": "yellow", "allocated": "green", "reserved": "green", "deleted": "red"}
+MAX_RESERVATIONS = 3  # as kubectl cuts long lists (endpoints): the first ones, then "+ N more..."
+
+
+def capped(values: list[str], limit: int = MAX_RESERVATIONS) -> str:
+    """The first ``limit`` entries, then `` + N more...`` (the whole list with -o wide or json)."""
+    if len(values) <= limit:
+        return cell(values)
+    return f"{cell(values[:limit])} + {len(values) - limit} more..."
+
+
+def node_allocatable_cell(mapping: dict[str, str], overhead: dict[str, dict[str, str]]) -> str:
+    """``cpu=10`` for what devices map to, ``memory/pod=1Gi,memory/container=512Mi`` for overhead."""
+    items = [f"{k}={v}" for k, v in mapping.items()]
+    for resource, parts in overhead.items():
+        for part, label in (("perPod", "pod"), ("perContainer", "container")):
+            if part in parts:
+                items.append(f"{resource}/{label}={parts[part]}")
+    return cell(items)
 
 
 def claim_table(result: ClaimList, *, now: datetime, all_namespaces: bool, wide: bool, no_headers: bool,
@@ -25,10 +43,11 @@ def claim_table(result: ClaimList, *, now: datetime, all_namespaces: bool, wide:
     for item in result.items:
         rows.append([
             item.namespace, item.name, cell(item.state), item.node or NONE,
-            cell([d.rsplit("/", 1)[-1] for d in item.devices]), cell(item.reserved_for),
+            cell([d.rsplit("/", 1)[-1] for d in item.devices]),
+            cell(item.reserved_for) if wide else capped(item.reserved_for),
             human_age(item.creation_timestamp, now),
             cell(item.drivers), cell(item.pools), cell(item.pods), cell(item.groups),
-            cell([f"{k}={v}" for k, v in item.node_allocatable.items()]), cell(item.findings),
+            node_allocatable_cell(item.node_allocatable, item.node_allocatable_overhead), cell(item.findings),
         ])
     columns = CLAIM_COLUMNS if all_namespaces else CLAIM_COLUMNS[1:]
     if not all_namespaces:
