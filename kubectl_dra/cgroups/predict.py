@@ -144,6 +144,8 @@ def predict_pod(pod: Pod, entries: Iterable[ClaimEntry], options: NodeOptions,
     path = pod_cgroup(qos, pod.uid, options.cgroup_driver, options.kubelet_cgroup_root)
     invalid = pod.invalid_resource_fields()
     if invalid:
+        if pod.status.qos_class != qos:  # computed from what is left of the resources: not known either
+            qos, path = "unknown", ""
         return PodCgroups(qos_class=qos, pod=CgroupFiles(path=path),
                           unknown=f"the pod has invalid fields ({', '.join(invalid)}): its cgroup values cannot be "
                                   "computed")

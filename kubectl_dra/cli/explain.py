@@ -38,6 +38,7 @@ def claim(ctx: click.Context, kube, output, pod_name: str | None, name: str | No
       kubectl dra explain claim trainer-gpus -n ml
       kubectl dra explain claim trainer-gpus -n ml -o json
       kubectl dra explain claim --pod web-0 gpu     # the claim behind pod web-0's claim "gpu"
+      kubectl dra explain claim trainer-gpus -A     # whichever namespace holds it (one must)
     """
     from kubectl_dra.claims.explain import explain_claim
     from kubectl_dra.cli.runtime import fetch_named, open_for, read_around, report_problems
@@ -54,12 +55,13 @@ def claim(ctx: click.Context, kube, output, pod_name: str | None, name: str | No
     env = ctx.obj
     env.color = output.color
     opened = open_for(env, kube)
-    namespace = kube.namespace or opened.default_namespace
+    namespace = None if kube.all_namespaces else kube.namespace or opened.default_namespace  # None: find it
     if pod_name:
-        name = _claim_of_pod(env, opened, namespace, pod_name, name)
+        name, namespace = _claim_of_pod(env, opened, namespace, pod_name, name)
     elif not name:
         raise click.UsageError("give a claim NAME, or --pod POD [CLAIM-NAME]")
     found, first = fetch_named(env, opened, ResourceClaim, namespace, name)
+    namespace = found.namespace
     requests = [ReadRequest(Pod, namespace), ReadRequest(ResourceSlice), ReadRequest(DeviceClass, required=False)]
     refs = found.status.reserved_for
     if any(r.is_pod_group for r in refs):
@@ -76,13 +78,15 @@ def claim(ctx: click.Context, kube, output, pod_name: str | None, name: str | No
     ctx.exit(report_problems(env, inventory))
 
 
-def _claim_of_pod(env, opened, namespace: str, pod_name: str, pod_claim: str | None) -> str:
-    """The ResourceClaim object behind one of a pod's claims, as the kubelet resolves it."""
+def _claim_of_pod(env, opened, namespace: str | None, pod_name: str, pod_claim: str | None) -> tuple[str, str]:
+    """The ResourceClaim object (name, namespace) behind one of a pod's claims, as the kubelet
+    resolves it."""
     from kubectl_dra.cli.runtime import fetch_named
     from kubectl_dra.errors import NotFoundError
     from kubectl_dra.model.pod import Pod
 
     pod, _ = fetch_named(env, opened, Pod, namespace, pod_name)
+    namespace = pod.namespace
     names = {k: v for k, v in pod.referenced_claim_names().items()}
     if not names:
         raise NotFoundError(f"pod {namespace}/{pod_name} references no ResourceClaim")
@@ -92,13 +96,13 @@ def _claim_of_pod(env, opened, namespace: str, pod_name: str, pod_claim: str | N
         pod_claim = next(iter(names))
     if pod_claim not in names:
         if pod_claim in names.values():
-            return pod_claim  # already the object name
+            return pod_claim, namespace  # already the object name
         raise NotFoundError(f"pod {namespace}/{pod_name} has no claim {pod_claim} "
                             f"(its claims: {', '.join(sorted(names))})")
     if names[pod_claim] is None:
         raise NotFoundError(f"pod {namespace}/{pod_name}: claim {pod_claim} has no ResourceClaim yet "
                             "(status.resourceClaimStatuses names none)")
-    return names[pod_claim]
+    return names[pod_claim], namespace
 
 
 @explain.command("pod", epilog=EPILOG)
@@ -138,8 +142,9 @@ def pod(ctx: click.Context, kube, output, node_flags, name: str) -> None:
     env = ctx.obj
     env.color = output.color
     opened = open_for(env, kube)
-    namespace = kube.namespace or opened.default_namespace
+    namespace = None if kube.all_namespaces else kube.namespace or opened.default_namespace  # None: find it
     found, first = fetch_named(env, opened, Pod, namespace, name)
+    namespace = found.namespace
     requests = [ReadRequest(ResourceClaim, namespace), ReadRequest(ResourceSlice)]
     if found.node_name:
         requests.append(ReadRequest(Node, field_selector=f"metadata.name={found.node_name}", required=False))

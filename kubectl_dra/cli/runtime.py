@@ -38,20 +38,30 @@ def require_kinds(env: Environment, inventory: Inventory, *models) -> None:
 
 
 def fetch_named(env: Environment, opened: Opened, model, namespace: str | None, name: str):
-    """One object by name, read as a one-item list (``metadata.name`` field selector).
+    """One object by name, read as a one-item list (``metadata.name`` field selector); a
+    namespaced kind with ``namespace`` None (``-A``) is looked up in every namespace and must be
+    in exactly one.
 
     Returns the object and the inventory it came in (whose problems the caller keeps);
     raises :class:`NotFoundError` after reporting what could not be read.
     """
-    from kubectl_dra.errors import NotFoundError
+    from kubectl_dra.errors import InputError, NotFoundError
     from kubectl_dra.kube.reads import ReadRequest
 
     first = opened.source.read([ReadRequest(model, namespace, field_selector=f"metadata.name={name}")])
-    found = first.get(model, namespace if model.NAMESPACED else None, name)
+    if model.NAMESPACED and namespace is None:
+        matches = [obj for obj in first.all(model) if obj.name == name]
+        if len(matches) > 1:
+            report_problems(env, first)
+            raise InputError(f'{model.KIND.lower()} "{name}" exists in namespaces '
+                             f"{', '.join(sorted(o.namespace or '' for o in matches))}: choose one with -n")
+        found = matches[0] if matches else None
+    else:
+        found = first.get(model, namespace if model.NAMESPACED else None, name)
     if found is None:
         require_kinds(env, first, model)  # could not read is not "not found"
         report_problems(env, first)
-        where = f" in namespace {namespace}" if model.NAMESPACED else ""
+        where = (" in any namespace" if namespace is None else f" in namespace {namespace}") if model.NAMESPACED else ""
         source = f" ({opened.source.description})" if not opened.live else ""
         raise NotFoundError(f'{model.KIND.lower()} "{name}" not found{where}{source}')
     return found, first

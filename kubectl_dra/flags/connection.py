@@ -17,6 +17,20 @@ def _spec(*decls, **attrs):
     return decls, attrs
 
 
+def _check_timeout(ctx, param, value):
+    """A bad --request-timeout is a usage error (exit 2), said before anything is read."""
+    if value is None:
+        return value
+    from kubectl_dra.errors import ConfigError
+    from kubectl_dra.kube.config import parse_duration
+
+    try:
+        parse_duration(value)
+    except ConfigError as exc:
+        raise click.BadParameter(str(exc).split(": ", 1)[-1]) from None
+    return value
+
+
 _KUBE_OPTION_SPECS = [
     _spec("--kubeconfig", metavar="FILE", help="Kubeconfig file to use (only this file, no merging)."),
     _spec("--context", metavar="NAME", help="Kubeconfig context to use."),
@@ -36,8 +50,9 @@ _KUBE_OPTION_SPECS = [
     _spec("--as", "as_user", metavar="USER", help="Impersonate this user."),
     _spec("--as-group", "as_groups", metavar="GROUP", multiple=True, help="Impersonate this group (repeatable)."),
     _spec("--as-uid", metavar="UID", help="Impersonate this UID."),
-    _spec("--request-timeout", metavar="DURATION",
-           help="Per-request timeout, e.g. 30s, 2m; 0 = the default (10s connect, 60s read)."),
+    _spec("--request-timeout", metavar="DURATION", callback=_check_timeout,
+           help="Time for each request with its retries, e.g. 30s, 2m; 0 = no timeout, as kubectl "
+                "(unset: 10s to connect, 60s to read)."),
     _spec("--snapshot", metavar="PATH", envvar="KUBECTL_DRA_SNAPSHOT",
            help="Read objects from snapshot files (file or directory) instead of a cluster."),
     _spec("--debug", is_flag=True, default=None, help="Show tracebacks for unexpected errors."),

@@ -69,8 +69,9 @@ class Session:
         configuration.retries = Retry(total=0, connect=0, read=0, status=0, redirect=0, raise_on_status=False)
         self.configuration = configuration
         self.api_client = ApiClient(configuration)
-        self.budget = request_timeout  # seconds for a request and all its retries; None: per-attempt default
-        self.timeout = request_timeout if request_timeout else DEFAULT_TIMEOUT
+        self.budget = request_timeout or None  # seconds for a request and all its retries; None: no bound
+        # unset: the default per attempt; 0: no timeout at all (kubectl's --request-timeout=0)
+        self.timeout = DEFAULT_TIMEOUT if request_timeout is None else (request_timeout or None)
         self.headers = dict(headers or {})
         self.server = configuration.host
         self.credential = credential

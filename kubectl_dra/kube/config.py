@@ -83,7 +83,7 @@ class ClientConfig:
     namespace: str  # -n, else the context's namespace, else the in-cluster namespace, else "default"
     context: str | None  # context used; None for in-cluster or --server without a context
     source: str  # e.g. "kubeconfig /root/.kube/config, context kind-dra" or "in-cluster"
-    request_timeout: float | None  # seconds; None = the default (10 s connect, 60 s read)
+    request_timeout: float | None  # seconds; 0 = no timeout (kubectl's "0"); None = unset: 10 s connect, 60 s read
     impersonate_headers: dict[str, str]  # merge into every request's headers; keep key case as is
     credential: str = "no credentials"  # what a 401 refused, e.g. 'user "admin" of context "kind" (bearer token)'
 
@@ -125,9 +125,8 @@ _MAX_SECONDS = (2**63 - 1) / 1e9  # Go's time.Duration limit
 _TIMEOUT_HINT = "use whole seconds or a number with a unit, e.g. 0 (no timeout), 30, 1s, 2m, 1m30s, 500ms"
 
 
-def parse_duration(text: str) -> float | None:
-    """Seconds for a kubectl ``--request-timeout`` value; ``None`` for zero (the default: 10 s to
-    connect and 60 s to read each request, as `kubectl dra options` says).
+def parse_duration(text: str) -> float:
+    """Seconds for a kubectl ``--request-timeout`` value; 0.0 means no timeout, as in kubectl.
 
     kubectl (client-go ``ParseTimeout``) accepts a non-negative integer, meaning seconds, or a Go
     duration: one or more ``<number><unit>`` with units ns, us (µs), ms, s, m, h, e.g. ``1m30s``.
@@ -137,14 +136,14 @@ def parse_duration(text: str) -> float | None:
     if _INT.fullmatch(text):
         value = int(text)
         if value >= 0 and value <= 2**63 - 1:
-            return float(value) or None
+            return float(value)
     sign = 1.0
     body = text
     if body[:1] in ("+", "-"):
         sign = -1.0 if body[0] == "-" else 1.0
         body = body[1:]
     if body == "0":
-        return None
+        return 0.0
     if not _DURATION.fullmatch(body):
         raise ConfigError(f'invalid --request-timeout "{text}": {_TIMEOUT_HINT}')
     seconds = 0.0
@@ -155,7 +154,7 @@ def parse_duration(text: str) -> float | None:
         raise ConfigError(f'invalid --request-timeout "{text}": too long')
     if sign < 0 and seconds > 0:
         raise ConfigError(f'invalid --request-timeout "{text}": a timeout cannot be negative')
-    return seconds or None
+    return seconds
 
 
 # --------------------------------------------------------------------------- reading kubeconfig
@@ -570,7 +569,7 @@ def load_client_config(flags: ConfigFlags, environ: Mapping[str, str] = os.envir
     """Resolve kubectl's global flags, kubeconfig files and in-cluster environment into one
     connection. Raises :class:`ConfigError` with a one-line message when that is impossible."""
     sa_dir = Path(service_account_dir) if service_account_dir is not None else SERVICE_ACCOUNT_DIR
-    timeout = parse_duration(flags.request_timeout) if flags.request_timeout else None
+    timeout = parse_duration(flags.request_timeout) if flags.request_timeout is not None else None
     kc = load_kubeconfig(flags, environ, home)
 
     context_name = flags.context or kc.current_context

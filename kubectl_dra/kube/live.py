@@ -115,9 +115,14 @@ class LiveSource:
                                 problems.extend(invalid_field_problems(obj))
                 return objects, problems
             except ApiError as exc:
-                if exc.status == 410 and self._continuing and restarts < MAX_LIST_RESTARTS:
-                    restarts += 1  # the snapshot behind the token expired: list again from the start
-                    continue
+                if exc.status == 410 and self._continuing:
+                    if restarts < MAX_LIST_RESTARTS:
+                        restarts += 1  # the snapshot behind the token expired: list again from the start
+                        continue
+                    raise ApiError(
+                        f"cannot list {request.resource}: the server's list snapshot expired while paging "
+                        f"({restarts + 1} times, HTTP 410); the objects change faster than {PAGE_SIZE}-object "
+                        "pages can be read. Try again, or narrow the read with -n or -l", status=410) from None
                 raise
 
     def pages(self, request: ReadRequest, api_version: str) -> Iterator[list[dict]]:

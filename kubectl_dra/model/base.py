@@ -15,8 +15,10 @@ import copy
 from datetime import datetime
 from typing import Annotated, Any, ClassVar, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, PlainValidator, PrivateAttr, ValidationError
+from pydantic import (BaseModel, ConfigDict, Field, PlainSerializer, PlainValidator, PrivateAttr, ValidationError,
+                      WrapValidator)
 from pydantic.alias_generators import to_camel
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from kubectl_dra.quantity import Quantity
 
@@ -38,6 +40,49 @@ Qty = Annotated[Quantity, PlainValidator(_to_quantity), PlainSerializer(str, ret
 """A Kubernetes quantity field: parsed exactly, printed canonically."""
 
 ResourceList = dict[str, Qty]
+
+INT64_MAX = 2**63 - 1
+
+
+def is_overcommit_allowed(name: str) -> bool:
+    """Upstream ``IsOvercommitAllowed``: native resources but huge pages may have requests < limits."""
+    native = "/" not in name or "kubernetes.io/" in name  # IsNativeResource, IsPrefixedNativeResource
+    return native and not name.startswith("hugepages-")
+
+
+def quantity_problem(name: str, q: Quantity) -> str | None:
+    """Why a core/v1 resource quantity is nonsense, in the API server's words where it has them."""
+    if q.sign() < 0:
+        return "must be greater than or equal to 0"  # ValidateNonnegativeQuantity
+    if name == "cpu":
+        counted, unit = q.milli_value(), "millicores"
+    else:
+        bytes_ = name in ("memory", "ephemeral-storage", "storage") or name.startswith("hugepages-")
+        counted, unit = q.value(), "bytes" if bytes_ else "units"
+    if counted > INT64_MAX:
+        # the server stores it, but Value()/MilliValue() overflow int64 in the scheduler and kubelet
+        return (f"more than the scheduler and kubelet can count (int64 {unit}): every value computed from it "
+                "overflows")
+    return None
+
+
+def field_error(loc: tuple, message: str, value: object) -> InitErrorDetails:
+    return InitErrorDetails(type=PydanticCustomError("invalid_value", "{message}", {"message": message}),
+                            loc=loc, input=str(value))
+
+
+def _check_core_resources(value: Any, handler) -> dict:
+    parsed = handler(value)
+    errors = [field_error((name, ), f'Invalid value: "{q}": {problem}', q)
+              for name, q in parsed.items() if (problem := quantity_problem(name, q))]
+    if errors:
+        raise ValidationError.from_exception_data("ResourceList", errors)
+    return parsed
+
+
+CoreResourceList = Annotated[ResourceList, WrapValidator(_check_core_resources)]
+"""A core/v1 resource list (pod requests, limits, overhead; node capacity): negative quantities are
+rejected as the API server rejects them, and magnitudes past int64 because nothing can count them."""
 
 
 class View(BaseModel):

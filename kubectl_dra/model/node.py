@@ -6,7 +6,7 @@ from typing import Any, ClassVar
 
 from pydantic import Field
 
-from kubectl_dra.model.base import Condition, KubeObject, ResourceList, View
+from kubectl_dra.model.base import Condition, CoreResourceList, KubeObject, View
 
 
 class NodeSystemInfo(View):
@@ -24,8 +24,8 @@ class NodeSpec(View):
 
 
 class NodeStatus(View):
-    capacity: ResourceList = Field(default_factory=dict)
-    allocatable: ResourceList = Field(default_factory=dict)
+    capacity: CoreResourceList = Field(default_factory=dict)
+    allocatable: CoreResourceList = Field(default_factory=dict)
     node_info: NodeSystemInfo = Field(default_factory=NodeSystemInfo)
     declared_features: list[str] = Field(default_factory=list)
     conditions: list[Condition] = Field(default_factory=list)

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Iterator
 
-from pydantic import Field
+from pydantic import Field, ValidationError, model_validator
 
-from kubectl_dra.model.base import Condition, KubeObject, Qty, ResourceList, View
+from kubectl_dra.model.base import (Condition, CoreResourceList, KubeObject, Qty, View, field_error,
+                                    is_overcommit_allowed)
 
 
 class ContainerClaim(View):
@@ -20,9 +21,27 @@ class ContainerClaim(View):
 
 
 class ResourceRequirements(View):
-    requests: ResourceList = Field(default_factory=dict)
-    limits: ResourceList = Field(default_factory=dict)
+    requests: CoreResourceList = Field(default_factory=dict)
+    limits: CoreResourceList = Field(default_factory=dict)
     claims: list[ContainerClaim] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _requests_within_limits(self) -> "ResourceRequirements":
+        """The API server's request-vs-limit rule; the request is what gets dropped (and named)."""
+        errors = []
+        for name, request in self.requests.items():
+            limit = self.limits.get(name)
+            if limit is None:
+                continue
+            if request != limit and not is_overcommit_allowed(name):
+                errors.append(field_error(("requests", name), f'Invalid value: "{request}": must be equal to '
+                                          f"{name} limit of {limit}", request))
+            elif request > limit:
+                errors.append(field_error(("requests", name), f'Invalid value: "{request}": must be less than or '
+                                          f"equal to {name} limit of {limit}", request))
+        if errors:
+            raise ValidationError.from_exception_data("ResourceRequirements", errors)
+        return self
 
 
 class Container(View):
@@ -47,7 +66,7 @@ class PodSpec(View):
     containers: list[Container] = Field(default_factory=list)
     init_containers: list[Container] = Field(default_factory=list)
     resources: ResourceRequirements | None = None  # pod-level resources (PLR)
-    overhead: ResourceList = Field(default_factory=dict)
+    overhead: CoreResourceList = Field(default_factory=dict)
     resource_claims: list[PodResourceClaim] = Field(default_factory=list)
     scheduling_group: PodSchedulingGroup | None = None
     restart_policy: str = "Always"
@@ -80,7 +99,7 @@ class NodeAllocatableClaimStatus(View):
     containers: list[str] = Field(default_factory=list)
     mapping: list[NodeAllocatableMapped] = Field(default_factory=list)
     overhead: list[NodeAllocatableOverheadEntry] = Field(default_factory=list)
-    resources: ResourceList = Field(default_factory=dict)
+    resources: CoreResourceList = Field(default_factory=dict)
 
     @property
     def generation(self) -> str:

@@ -42,7 +42,7 @@ def pod_tree(result: PodExplanation, style: Style) -> str:
         lines.append(f"  {resource} {q}" + (f"   (DRA {dra})" if dra else ""))
     if result.scheduler.note:
         lines.append(f"  {result.scheduler.note}")
-    lines.append(f"{style('Pod cgroup', 'bold')} {result.cgroups.pod.path}")
+    lines.append(f"{style('Pod cgroup', 'bold')} {result.cgroups.pod.path or '<unknown>'}")
     if result.cgroups.unknown:
         lines.append("  " + style(f"unknown: {result.cgroups.unknown}", "yellow"))
     if result.cgroups.exclusive_cpus:

@@ -22,10 +22,26 @@ def test_malformed_kubeconfig(tmp_path, dra):
     assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
 
 
-def test_bad_request_timeout(tmp_path, dra):
-    result = dra("claims", "--server", "http://127.0.0.1:1", "--request-timeout", "soon")
-    assert result.exit_code == 3
-    assert result.stderr.strip().startswith('error: invalid --request-timeout "soon"')
+def test_bad_request_timeout_is_a_usage_error(tmp_path, dra):
+    """The flag's value is wrong: exit 2 as for any bad flag value, said before anything is read."""
+    for args in (["claims", "--request-timeout", "soon"], ["--request-timeout", "-5s", "claims"]):
+        result = dra(*args, "--server", "http://127.0.0.1:1")
+        assert result.exit_code == 2, (args, result)
+        assert "Invalid value for '--request-timeout'" in result.stderr
+    assert "use whole seconds or a number with a unit" in result.stderr or "cannot be negative" in result.stderr
+
+
+def test_request_timeout_zero_means_no_timeout(tmp_path, dra):
+    """kubectl's meaning; `kubectl dra options` says the same."""
+    from kubectl_dra.kube.client import DEFAULT_TIMEOUT, Session
+    from kubectl_dra.kube.config import ConfigFlags, load_client_config
+
+    config = load_client_config(ConfigFlags(server="http://127.0.0.1:1", request_timeout="0"), environ={})
+    assert Session(config.configuration, request_timeout=config.request_timeout).timeout is None
+    unset = load_client_config(ConfigFlags(server="http://127.0.0.1:1"), environ={})
+    assert Session(unset.configuration, request_timeout=unset.request_timeout).timeout == DEFAULT_TIMEOUT
+    options = dra("options")
+    assert "0 = no timeout, as kubectl" in " ".join(options.stdout.split())
 
 
 def test_bad_label_selector_against_snapshot(dra):
@@ -86,3 +102,30 @@ def test_node_agent_entry_point():
     result = subprocess.run([sys.executable, "-m", "node_agent", "--version"], capture_output=True, text=True,
                             cwd=Path(__file__).resolve().parents[2])
     assert result.returncode == 0 and result.stdout.strip() == "dra-node-agent, version 0.1.0"
+
+
+def test_nonsense_quantities_are_named_and_nothing_is_computed_from_them(tmp_path, dra):
+    """A negative request and a memory limit no int64 holds: the fields are named in the API
+    server's words, and neither QoS, cgroup values nor node totals are guessed from the rest."""
+    import yaml
+    from builders import pod
+
+    p = pod("odd", node="worker-1")
+    p["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "-1", "memory": "1Gi"},
+                                               "limits": {"memory": "1e100"}}
+    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "worker-1"},
+            "status": {"allocatable": {"cpu": "8", "memory": "32Gi", "pods": "110"}}}
+    (tmp_path / "objects.yaml").write_text(yaml.safe_dump_all([p, node]))
+    result = dra("explain", "pod", "odd", "-n", "ml", "--snapshot", str(tmp_path), "-o", "json")
+    assert result.exit_code == 4
+    doc = result.json()
+    assert doc["pod"]["qosClass"] == "unknown" and doc["cgroups"]["pod"]["files"] == {}
+    errors = result.stderr.splitlines()
+    assert any('spec.containers[0].resources.requests.cpu: Invalid value: "-1": must be greater than or equal to 0'
+               in line for line in errors), errors
+    assert any('spec.containers[0].resources.limits.memory: Invalid value: "10e99": more than the scheduler and '
+               "kubelet can count (int64 bytes)" in line for line in errors), errors
+    node_view = dra("explain", "node", "worker-1", "--snapshot", str(tmp_path), "-o", "json")
+    assert node_view.exit_code == 4
+    assert "PodRequestsUnknown" in {f["code"] for f in node_view.json()["findings"]}
+    assert "NodeOvercommitted" not in {f["code"] for f in node_view.json()["findings"]}

@@ -141,3 +141,14 @@ def test_unauthorized_names_the_credential(make_apiserver, kubeconfig_for, dra):
     assert len(server.requests) == 1, "a 401 is not retried"
     flag = dra("claims", "--kubeconfig", str(kubeconfig), "-A", "--token", "other")
     assert "refused the --token given" in flag.stderr
+
+
+def test_a_list_that_keeps_expiring_says_so(make_apiserver, kubeconfig_for, dra):
+    server = make_apiserver([claim(f"c-{i:04d}", devices=()) for i in range(600)])
+    server.expire_continue_tokens(times=10)
+    result = dra("claims", "--kubeconfig", str(kubeconfig_for(server, namespace="ml")), "-o", "name")
+    assert result.exit_code == 3 and result.stdout == ""
+    assert result.stderr == ("error: cannot list resourceclaims.resource.k8s.io: the server's list snapshot expired while paging "
+                             "(4 times, HTTP 410); the objects change faster than 500-object pages can be read. "
+                             "Try again, or narrow the read with -n or -l\n")
+    assert [("continue" in r.query) for r in server.list_requests("resourceclaims")] == [False, True] * 4

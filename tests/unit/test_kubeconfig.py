@@ -563,16 +563,13 @@ def test_duplicate_names_in_one_file_are_an_error(tmp_path, env):
 
 
 @pytest.mark.parametrize("text, seconds", [
-    ("0", None), ("0s", None), ("-0", None), ("30", 30.0), ("+5", 5.0), ("1s", 1.0),
+    ("0", 0.0), ("0s", 0.0), ("-0", 0.0), ("30", 30.0), ("+5", 5.0), ("1s", 1.0),
     ("2m", 120.0), ("3h", 10800.0), ("1m30s", 90.0), ("500ms", 0.5), ("1.5s", 1.5),
     (".5s", 0.5), ("1h2m3s", 3723.0), ("250us", 0.00025), ("250\u00b5s", 0.00025),
     ("100ns", 1e-7), ("1m1m", 120.0),
 ])
 def test_request_timeout_valid(text, seconds):
-    if seconds is None:
-        assert parse_duration(text) is None
-    else:
-        assert parse_duration(text) == pytest.approx(seconds)
+    assert parse_duration(text) == pytest.approx(seconds)
 
 
 @pytest.mark.parametrize("text", [
@@ -588,8 +585,8 @@ def test_request_timeout_reaches_client_config(tmp_path, env):
     path = simple_kubeconfig(tmp_path / "kc.yaml", "x", "https://x")
     environ = kubeconfig_env(env, path)
     assert load(ConfigFlags(request_timeout="1m30s"), environ).request_timeout == 90.0
-    assert load(ConfigFlags(request_timeout="0"), environ).request_timeout is None
-    assert load(ConfigFlags(), environ).request_timeout is None
+    assert load(ConfigFlags(request_timeout="0"), environ).request_timeout == 0.0  # no timeout, as kubectl
+    assert load(ConfigFlags(), environ).request_timeout is None  # unset: the default
     with pytest.raises(ConfigError, match="invalid --request-timeout"):
         load(ConfigFlags(request_timeout="soon"), environ)
 

@@ -108,7 +108,7 @@ def test_pod_claims_sidecars_and_scheduling_group():
                                                     {"name": "proxy", "restartPolicy": "Always",
                                                      "resources": {"claims": [{"name": "shared"}]}}],
                                  "containers": [{"name": "main", "resources": {
-                                     "requests": {"cpu": 1, "memory": "1Gi"}, "limits": {"cpu": 0.5},
+                                     "requests": {"cpu": 1, "memory": "1Gi"}, "limits": {"cpu": 1.5},
                                      "claims": [{"name": "gpu"}, {"name": "shared"}]}}]},
                         "status": {"resourceClaimStatuses": [{"name": "gpu", "resourceClaimName": "w-0-gpu-abcde"}],
                                    "containerStatuses": [{"name": "main", "containerID": "containerd://abc"}]}})
@@ -118,7 +118,7 @@ def test_pod_claims_sidecars_and_scheduling_group():
     assert pod.containers_using("shared") == ["proxy", "main"]
     main = pod.spec.containers[0]
     assert main.resources.requests["cpu"] == Quantity.parse("1")  # YAML int
-    assert str(main.resources.limits["cpu"]) == "500m"  # YAML float
+    assert str(main.resources.limits["cpu"]) == "1500m"  # YAML float
     assert pod.container_status("main").runtime_and_id == ("containerd", "abc")
 
 
@@ -215,3 +215,57 @@ def test_claim_state_column():
     assert parse_object(deleted).state() == ["deleted", "allocated", "reserved"]
     gone = {**base, "metadata": {**base["metadata"], "deletionTimestamp": "2026-11-20T10:00:00Z"}}
     assert parse_object(gone).state() == ["deleted"]
+
+
+# --------------------------------------------------------------------------- nonsense quantities
+# What the v1.37.2 API server says about each (tests/cluster/test_quantity_validation.py asks it).
+
+def pod_with(resources: dict, overhead: dict | None = None) -> dict:
+    spec = {"containers": [{"name": "main", "resources": resources}]}
+    if overhead:
+        spec["overhead"] = overhead
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ml", "uid": "u"}, "spec": spec}
+
+
+QUANTITY_CASES = [  # resources, {invalid path: reason} (empty: valid)
+    ({"requests": {"cpu": "-1"}},
+     {"spec.containers[0].resources.requests.cpu": 'Invalid value: "-1": must be greater than or equal to 0'}),
+    ({"limits": {"memory": "-1Gi"}},
+     {"spec.containers[0].resources.limits.memory": 'Invalid value: "-1Gi": must be greater than or equal to 0'}),
+    ({"requests": {"cpu": "2"}, "limits": {"cpu": "1"}},
+     {"spec.containers[0].resources.requests.cpu": 'Invalid value: "2": must be less than or equal to cpu limit of 1'}),
+    ({"requests": {"example.com/gpu": "1"}, "limits": {"example.com/gpu": "2"}},
+     {"spec.containers[0].resources.requests.example.com/gpu":
+      'Invalid value: "1": must be equal to example.com/gpu limit of 2'}),
+    ({"requests": {"hugepages-2Mi": "2Mi", "memory": "1Gi"}, "limits": {"hugepages-2Mi": "4Mi", "memory": "1Gi"}},
+     {"spec.containers[0].resources.requests.hugepages-2Mi":
+      'Invalid value: "2Mi": must be equal to hugepages-2Mi limit of 4Mi'}),
+    ({"requests": {"memory": "1e100"}},  # the server stores it; Value() overflows int64 everywhere after
+     {"spec.containers[0].resources.requests.memory": 'Invalid value: "10e99": more than the scheduler and kubelet '
+                                                       "can count (int64 bytes): every value computed from it overflows"}),
+    ({"requests": {"cpu": "1e16"}},  # 10^19 millicores
+     {"spec.containers[0].resources.requests.cpu": 'Invalid value: "10e15": more than the scheduler and kubelet '
+                                                    "can count (int64 millicores): every value computed from it overflows"}),
+    ({"requests": {"cpu": "9e15"}}, {}),  # 9*10^18 millicores still fits
+    ({"requests": {"memory": "100Ei"}}, {}),  # BinarySI is capped at 2^63-1 by the parser, as upstream
+    ({"requests": {"cpu": "1", "kubernetes.io/batch-cpu": "1"}, "limits": {"kubernetes.io/batch-cpu": "2"}}, {}),
+    ({"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"cpu": "1", "memory": "1Gi"}}, {}),
+]
+
+
+@pytest.mark.parametrize("resources,invalid", QUANTITY_CASES)
+def test_nonsense_quantities_are_invalid_fields_named_like_the_api_server(resources, invalid):
+    pod = parse_object(pod_with(resources))
+    assert dict(pod.invalid_fields) == invalid
+    for path in invalid:  # only the offending value is dropped
+        kind, name = path.split(".resources.")[1].split(".", 1)
+        assert name not in getattr(pod.spec.containers[0].resources, kind)
+
+
+def test_negative_overhead_and_node_allocatable_are_invalid():
+    pod = parse_object(pod_with({}, overhead={"memory": "-1"}))
+    assert pod.invalid_fields[0].path == "spec.overhead.memory"
+    node = parse_object({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n"},
+                         "status": {"allocatable": {"cpu": "-2", "memory": "1Gi"}}})
+    assert [f.path for f in node.invalid_fields] == ["status.allocatable.cpu"]
+    assert str(node.status.allocatable["memory"]) == "1Gi"

@@ -343,8 +343,11 @@ def dra_pods(draw):
     n = draw(st.integers(min_value=1, max_value=3))
     containers = []
     for i in range(n):
-        req = {"cpu": draw(quantities), "memory": draw(memories)}
-        lim = {"cpu": draw(quantities), "memory": draw(memories)} if draw(st.booleans()) else {}
+        cpu, mem = draw(st.integers(1, 64000)), draw(st.integers(1, 64 * 1024))
+        req = {"cpu": f"{cpu}m", "memory": f"{mem}Mi"}
+        # a limit is at least the request, as the API server requires
+        lim = ({"cpu": f"{cpu + draw(st.integers(0, 64000))}m", "memory": f"{mem + draw(st.integers(0, 1024))}Mi"}
+               if draw(st.booleans()) else {})
         containers.append(ctr(f"c{i}", req, lim, claims=["x"]))
     listed = [c["name"] for c in containers if draw(st.booleans())] or [containers[0]["name"]]
     mapping = {"cpu": draw(quantities)} if draw(st.booleans()) else {}
