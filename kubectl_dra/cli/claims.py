@@ -4,9 +4,16 @@ from __future__ import annotations
 
 import click
 
+from kubectl_dra.flags.completion import choices
 from kubectl_dra.cli.exitcodes import EPILOG
 from kubectl_dra.cli.options import output_options
 from kubectl_dra.flags.connection import kube_options
+
+
+def sort_keys() -> list[str]:
+    from kubectl_dra.claims.summary import SORT_ALIASES, SORT_KEYS
+
+    return [*SORT_KEYS, *SORT_ALIASES]
 
 
 @click.command("claims", epilog=EPILOG)
@@ -15,7 +22,7 @@ from kubectl_dra.flags.connection import kube_options
 @click.option("-l", "--selector", metavar="SELECTOR", help="Label selector for claims, e.g. app=trainer.")
 @click.option("--findings", "only_findings", is_flag=True,
               help="Only claims with findings (stale reservations, unreserved users, ...).")
-@click.option("--sort-by", metavar="KEY", default="namespace", show_default=True,
+@click.option("--sort-by", metavar="KEY", default="namespace", show_default=True, shell_complete=choices(sort_keys),
               help="name, namespace, node, state, age, devices, reservations or findings "
                    "(kubectl's .metadata.name and .metadata.creationTimestamp work too).")
 @click.pass_context

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from kubectl_dra.flags.completion import object_names
 from kubectl_dra.cli.exitcodes import EPILOG
 from kubectl_dra.flags.node import node_options
 from kubectl_dra.cli.options import output_options
@@ -19,10 +20,10 @@ def explain() -> None:
 @explain.command("claim", epilog=EPILOG)
 @kube_options
 @output_options(formats=("tree", "json", "yaml"), default="tree")
-@click.option("--pod", "pod_name", metavar="POD",
+@click.option("--pod", "pod_name", metavar="POD", shell_complete=object_names("Pod"),
               help="Find the claim through this pod: NAME is then the pod's claim name (optional when the pod "
                    "has one claim).")
-@click.argument("name", required=False)
+@click.argument("name", required=False, shell_complete=object_names("ResourceClaim"))
 @click.pass_context
 def claim(ctx: click.Context, kube, output, pod_name: str | None, name: str | None) -> None:
     """Explain a ResourceClaim: devices, reservations, consumers and findings.
@@ -109,7 +110,7 @@ def _claim_of_pod(env, opened, namespace: str | None, pod_name: str, pod_claim: 
 @kube_options
 @output_options(formats=("tree", "json", "yaml"), default="tree")
 @node_options
-@click.argument("name")
+@click.argument("name", shell_complete=object_names("Pod"))
 @click.pass_context
 def pod(ctx: click.Context, kube, output, node_flags, name: str) -> None:
     """Explain a pod's DRA amounts and the cgroup values that should enforce them.
@@ -160,7 +161,7 @@ def pod(ctx: click.Context, kube, output, node_flags, name: str) -> None:
 @kube_options
 @output_options(formats=("tree", "json", "yaml"), default="tree")
 @catalog_option
-@click.argument("name")
+@click.argument("name", shell_complete=object_names("Node"))
 @click.pass_context
 def node(ctx: click.Context, kube, output, catalog, feature_gate, name: str) -> None:
     """Explain a node: its devices, what is allocated on it, and what Karpenter predicted.

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from kubectl_dra.flags.completion import object_names
 from kubectl_dra.cli.exitcodes import EPILOG
 from kubectl_dra.cli.options import output_options
 from kubectl_dra.flags.connection import kube_options
@@ -64,9 +65,9 @@ def read_overlay_inputs(opened, catalog: Path | None, extra_requests=(), *, requ
 @kube_options
 @output_options(formats=("table", "wide", "json", "yaml"))
 @catalog_option
-@click.option("--nodepool", "nodepools", multiple=True, metavar="NAME", help="Only this NodePool (repeatable).")
+@click.option("--nodepool", "nodepools", multiple=True, metavar="NAME", shell_complete=object_names("NodePool"), help="Only this NodePool (repeatable).")
 @click.option("--instance-type", "instance_types", multiple=True, metavar="NAME", help="Only this instance type.")
-@click.option("--overlay", "overlay_names", multiple=True, metavar="NAME",
+@click.option("--overlay", "overlay_names", multiple=True, metavar="NAME", shell_complete=object_names("NodeOverlay"),
               help="Only rows an overlay affects, and only that overlay in the summary.")
 @click.pass_context
 def overlays(ctx: click.Context, kube, output, catalog, feature_gate, nodepools, instance_types,

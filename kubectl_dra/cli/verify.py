@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from kubectl_dra.flags.completion import object_names
 from kubectl_dra.flags.node import node_options
 from kubectl_dra.flags.connection import kube_options
 
@@ -16,19 +17,19 @@ VERIFY_EPILOG = ("Exit codes: 0 every pod checked matches (or there is none to c
 @click.command("verify", epilog=VERIFY_EPILOG)
 @kube_options
 @node_options
-@click.option("--node", "nodes", metavar="NODE", multiple=True, help="Only this node (repeatable).")
+@click.option("--node", "nodes", metavar="NODE", multiple=True, shell_complete=object_names("Node"), help="Only this node (repeatable).")
 @click.option("-l", "--selector", metavar="SELECTOR", help="Only nodes with these labels.")
-@click.option("--cgroup-root", metavar="DIR", type=click.Path(),
+@click.option("--cgroup-root", metavar="DIR", type=click.Path(file_okay=False),
               help="Check the local node directly, without an agent (a node shell or debug pod): read this "
                    "cgroup v2 tree, e.g. /sys/fs/cgroup or /host/sys/fs/cgroup.")
-@click.option("--kubelet-root", metavar="DIR", type=click.Path(), default="/var/lib/kubelet", show_default=True,
+@click.option("--kubelet-root", metavar="DIR", type=click.Path(file_okay=False), default="/var/lib/kubelet", show_default=True,
               help="With --cgroup-root: the kubelet's root directory, for cpu_manager_state (CPU manager policy and "
                    "exclusive CPUs); a missing file is fine.")
 @click.option("-o", "--output", "output_format", type=click.Choice(["table", "wide", "json", "yaml"]),
               default="table", show_default=True, help="Output format.")
 @click.option("--no-headers", is_flag=True, help="Print the table without the header line.")
 @click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True)
-@click.argument("pod", required=False)
+@click.argument("pod", required=False, shell_complete=object_names("Pod"))
 @click.pass_context
 def verify(ctx: click.Context, kube, node_flags, nodes, selector, cgroup_root, kubelet_root, output_format, no_headers,
            color, pod) -> None:

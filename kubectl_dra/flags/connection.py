@@ -10,6 +10,7 @@ import functools
 
 import click
 
+from kubectl_dra.flags.completion import namespaces
 from kubectl_dra.kube.options import KubeOptions
 
 
@@ -32,18 +33,18 @@ def _check_timeout(ctx, param, value):
 
 
 _KUBE_OPTION_SPECS = [
-    _spec("--kubeconfig", metavar="FILE", help="Kubeconfig file to use (only this file, no merging)."),
+    _spec("--kubeconfig", metavar="FILE", type=click.Path(dir_okay=False), help="Kubeconfig file to use (only this file, no merging)."),
     _spec("--context", metavar="NAME", help="Kubeconfig context to use."),
     _spec("--cluster", metavar="NAME", help="Kubeconfig cluster to use instead of the context's."),
     _spec("--user", metavar="NAME", help="Kubeconfig user to use instead of the context's."),
-    _spec("-n", "--namespace", metavar="NS", help="Namespace (default: the context's, else 'default')."),
+    _spec("-n", "--namespace", metavar="NS", shell_complete=namespaces, help="Namespace (default: the context's, else 'default')."),
     _spec("-A", "--all-namespaces", is_flag=True, default=None,
            help="All namespaces; -n is ignored."),
     _spec("-s", "--server", metavar="URL", help="API server address."),
     _spec("--token", metavar="TOKEN", help="Bearer token."),
-    _spec("--certificate-authority", metavar="FILE", help="CA bundle for the server certificate."),
-    _spec("--client-certificate", metavar="FILE", help="Client certificate for TLS."),
-    _spec("--client-key", metavar="FILE", help="Client key for TLS."),
+    _spec("--certificate-authority", metavar="FILE", type=click.Path(dir_okay=False), help="CA bundle for the server certificate."),
+    _spec("--client-certificate", metavar="FILE", type=click.Path(dir_okay=False), help="Client certificate for TLS."),
+    _spec("--client-key", metavar="FILE", type=click.Path(dir_okay=False), help="Client key for TLS."),
     _spec("--tls-server-name", metavar="NAME", help="Server name for TLS verification."),
     _spec("--insecure-skip-tls-verify", is_flag=True, default=None,
            help="Do not verify the server certificate (insecure)."),
@@ -53,7 +54,7 @@ _KUBE_OPTION_SPECS = [
     _spec("--request-timeout", metavar="DURATION", callback=_check_timeout,
            help="Time for each request with its retries, e.g. 30s, 2m; 0 = no timeout, as kubectl "
                 "(unset: 10s to connect, 60s to read)."),
-    _spec("--snapshot", metavar="PATH", envvar="KUBECTL_DRA_SNAPSHOT",
+    _spec("--snapshot", metavar="PATH", envvar="KUBECTL_DRA_SNAPSHOT", type=click.Path(),
            help="Read objects from snapshot files (file or directory) instead of a cluster."),
     _spec("--debug", is_flag=True, default=None, help="Show tracebacks for unexpected errors."),
 ]

@@ -168,3 +168,21 @@ def test_missing_crd_is_named(tmp_path_factory):
         assert agent.report is not None  # the scan itself succeeded and is served
     finally:
         plane.stop()
+
+
+def test_completion_reads_names_from_the_cluster(example_cluster):
+    """`kubectl dra explain claim <TAB>` lists the claims of the namespace typed so far, as kubectl
+    completes `kubectl get resourceclaim <TAB>`; `-n <TAB>` the cluster's namespaces."""
+    from kubectl_dra.cli.completion import complete
+
+    plane, kubeconfig = example_cluster
+    mark = plane.audit_mark()
+    claims = complete(["explain", "claim", "--kubeconfig", kubeconfig, "-n", "default", ""])
+    assert claims == ["eval-gpu", "risk-engine-cpus", ":4"]
+    assert counts(plane.requests_since(mark, ADMIN)) == {"resourceclaims": 1}
+    nodes = complete(["--kubeconfig", kubeconfig, "explain", "node", "worker-c"])
+    assert nodes == ["worker-cpu-1", ":4"]
+    namespaces = complete(["claims", "--kubeconfig", kubeconfig, "-n", ""])
+    assert {"default", "ml", "kube-system"} <= set(namespaces[:-1]) and namespaces[-1] == ":4"
+    denied = complete(["explain", "pod", "--kubeconfig", kubeconfig, "--as", "alice", ""])
+    assert denied == [":4"]

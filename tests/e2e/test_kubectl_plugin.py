@@ -60,3 +60,53 @@ def test_completion_protocol_directly():
     options = complete(["claims", "--o"])
     assert any(line.startswith("--output\t") for line in options)
     assert complete([])[-1] == ":4"
+
+
+SNAP = ["--snapshot", str(EXAMPLE)]
+
+
+@pytest.mark.parametrize("words,expected", [
+    # every flag, the connection flags (hidden from --help) included
+    (["claims", "--kubec"], ["--kubeconfig", ":4"]),
+    (["claims", "--as"], ["--as", "--as-group", "--as-uid", ":4"]),
+    (["explain", "pod", "--request-t"], ["--request-timeout", ":4"]),
+    (["verify", "--cgroup-d"], ["--cgroup-driver", ":4"]),
+    (["claims", "-A", "--all-n"], [":4"]),  # -A given: --all-namespaces is not offered again
+    (["overlays", "--nodepool", "a", "--nodep"], ["--nodepool", ":4"]),  # repeatable: still offered
+    # values of choice flags and of --sort-by
+    (["claims", "-o", ""], ["table", "wide", "json", "yaml", "name", ":4"]),
+    (["claims", "--sort-by", "f"], ["findings", ":4"]),
+    (["claims", "--sort-by", ".metadata.c"], [".metadata.creationTimestamp", ":4"]),
+    (["verify", "--cgroup-driver", ""], ["systemd", "cgroupfs", ":4"]),
+    # files and directories: the shell completes them (cobra directives 0, 8, 16)
+    (["claims", "--kubeconfig", ""], [":0"]),
+    (["claims", "--snapshot", ""], [":0"]),
+    (["explain", "pod", "--certificate-authority", ""], [":0"]),
+    (["overlays", "--catalog", ""], ["yaml", "yml", "json", ":8"]),
+    (["snapshot", "-o", ""], [":16"]),
+    (["verify", "--cgroup-root", ""], [":16"]),
+    # object names from the snapshot the words point at, in the namespace they select
+    (["explain", "claim", *SNAP, "-n", "default", ""], ["eval-gpu", "risk-engine-cpus", ":4"]),
+    (["explain", "pod", "-n", "ml", *SNAP, "e"], ["embedder", ":4"]),
+    ([*SNAP, "explain", "node", ""], ["worker-cpu-1", "worker-gpu-1", "worker-gpu-2", ":4"]),
+    (["verify", *SNAP, "--node", "worker-g"], ["worker-gpu-1", "worker-gpu-2", ":4"]),
+    (["explain", "claim", *SNAP, "-n", "ml", "--pod", "tr"], ["trainer-0-h6h2p", "trainer-1-gl2xk", ":4"]),
+    (["overlays", *SNAP, "--nodepool", ""], ["default", "gpu", ":4"]),
+    (["claims", *SNAP, "-n", ""], ["default", "ml", ":4"]),
+    # nothing readable: no candidates, never an error in the user's shell
+    (["explain", "claim", "--snapshot", "/nonexistent", ""], [":4"]),
+    (["explain", "pod", "--server", "http://127.0.0.1:1", ""], [":4"]),
+])
+def test_completion_table(words, expected):
+    from kubectl_dra.cli.completion import complete
+
+    assert [line.split("\t")[0] for line in complete(words)] == expected
+
+
+@pytest.mark.kubectl
+@needs_kubectl
+def test_kubectl_passes_file_and_name_completion_through():
+    files = run(KUBECTL, "__complete", "dra", "overlays", "--catalog", "")
+    assert files.stdout.splitlines() == ["yaml", "yml", "json", ":8"]
+    names = run(KUBECTL, "__complete", "dra", "explain", "node", "--snapshot", str(EXAMPLE), "")
+    assert names.stdout.splitlines() == ["worker-cpu-1", "worker-gpu-1", "worker-gpu-2", ":4"]
