@@ -308,6 +308,21 @@ class Quantity:
         return self.__mul__(other)
 
 
+def in_one_unit(values: "list[Quantity]") -> list[str]:
+    """The values written with one suffix, the largest that keeps every one exact, so a row reads
+    ``26000m / 47810m`` rather than ``26 / 47810m``: binary suffixes if any value is BinarySI,
+    else decimal ones (milli, micro, nano for fractions). Zero stays ``0``."""
+    nonzero = [abs(q._nanos) for q in values if q._nanos]
+    if not nonzero:
+        return [str(q) for q in values]
+    if any(q._format is Format.BINARY_SI for q in values) and all(n % _NANO == 0 for n in nonzero):
+        scales = [(1024 ** k * _NANO, name) for k, name in reversed(list(enumerate(_BINARY_NAMES)))]
+    else:
+        scales = [(10 ** (power + 9), name) for power, name in sorted(_DECIMAL_NAMES.items(), reverse=True)]
+    unit, name = next(((u, n) for u, n in scales if all(v % u == 0 for v in nonzero)), (1, "n"))
+    return [f"{q._nanos // unit}{name}" if q._nanos else "0" for q in values]
+
+
 def parse_quantity(text: str) -> Quantity:
     """Module-level spelling of :meth:`Quantity.parse`."""
     return _parse(text)

@@ -18,6 +18,7 @@ from prometheus_client.core import GaugeMetricFamily
 from kubectl_dra import __version__
 from kubectl_dra.errors import ApiError
 from kubectl_dra.verify.report import NodeEnforcementReport, PodVerdict
+from kubectl_dra.text import plural
 
 GROUP, VERSION, PLURAL = "kubectl-dra.io", "v1alpha1", "nodeenforcementreports"
 REPORTS_PATH = f"/apis/{GROUP}/{VERSION}/{PLURAL}"
@@ -141,7 +142,7 @@ def _event_name(pod: PodVerdict) -> str:
 def _event(pod: PodVerdict, node: str, name: str) -> dict:
     real = [d for d in pod.divergences if d.severity != "info"]
     parts = [f"{d.container or 'pod'} {d.file}: expected {d.expected}, found {d.observed} ({d.cause})" for d in real]
-    note = f"{len(real)} cgroup value(s) differ from the prediction: " + "; ".join(parts)
+    note = f"{plural(len(real), 'cgroup value')} {'differs' if len(real) == 1 else 'differ'} from the prediction: " + "; ".join(parts)
     return {
         "apiVersion": "events.k8s.io/v1", "kind": "Event",
         "metadata": {"name": name, "namespace": pod.namespace},

@@ -12,7 +12,10 @@ STAMP="$VENV/.kubectl-dra-installed"
 WANT="$(cat "$ROOT/pyproject.toml" | cksum)"
 if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$WANT" ]; then
   "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip >/dev/null
-  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e "$ROOT[test]"
+  # setuptools announces every editable install with a UserWarning ("be careful with folders ...")
+  # that says nothing about this project: keep it out of a first run's output
+  PYTHONWARNINGS="ignore::UserWarning" "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
+    -e "$ROOT[test]"
   echo "$WANT" > "$STAMP"
 fi
 export PATH="$VENV/bin:$PATH"

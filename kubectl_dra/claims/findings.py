@@ -8,6 +8,7 @@ from kubectl_dra.document import Finding
 from kubectl_dra.model.inventory import Inventory
 from kubectl_dra.model.pod import Pod
 from kubectl_dra.model.resource import RESERVED_FOR_MAX, ResourceClaim
+from kubectl_dra.text import plural
 
 DELETE_PROTECTION = "resource.kubernetes.io/delete-protection"
 NEAR_LIMIT = 0.9
@@ -60,7 +61,7 @@ def claim_findings(claim: ResourceClaim, devices: list[DeviceView], reservations
             elif view.deleting:
                 add("PodGroupDeleting", "info",
                     f"PodGroup {view.name} is being deleted; its reservation (and the devices) are released "
-                    f"once its {len(view.pods)} member pod(s) have finished.")
+                    f"once its {plural(len(view.pods), 'member pod')} {'has' if len(view.pods) == 1 else 'have'} finished.")
         elif view.resolved in ("missing", "uidMismatch"):
             stale.append(view)
             why = "no longer exists" if view.resolved == "missing" else "was replaced (another uid)"

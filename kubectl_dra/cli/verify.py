@@ -7,6 +7,7 @@ import click
 from kubectl_dra.flags.completion import object_names
 from kubectl_dra.flags.node import node_options
 from kubectl_dra.flags.connection import kube_options
+from kubectl_dra.text import plural
 
 VERIFY_EPILOG = ("Exit codes: 0 every pod checked matches (or there is none to check); 1 a divergence was found "
                  "(stale verdicts do not count); 2 usage error; 3 error (no reports, POD or node not found, "
@@ -145,7 +146,7 @@ def verify(ctx: click.Context, kube, node_flags, nodes, selector, cgroup_root, k
                           f"{', '.join(report.status.unreported_pods)}\n")
         if missing:
             env.write("Nodes without a report: " + ", ".join(
-                f"{n} ({count} pod{'s' if count != 1 else ''} not checked)" if count else n
+                f"{n} ({plural(count, 'pod')} not checked)" if count else n
                 for n, count in missing.items()) + "\n")
         if output_format == "wide" or len(reports) == 1:
             for line in options_lines(reports):
@@ -158,7 +159,7 @@ def verify(ctx: click.Context, kube, node_flags, nodes, selector, cgroup_root, k
     unchecked = sum(1 for r in reports for p in r.status.pods if p.stale or p.verdict == "Unknown") + \
         sum(len(r.status.unreported_pods) for r in reports) + sum(missing.values())
     if unchecked:
-        env.error(f"warning: {unchecked} pod{'s were' if unchecked != 1 else ' was'} not verified (unknown, stale, "
+        env.error(f"warning: {plural(unchecked, 'pod')} {'was' if unchecked == 1 else 'were'} not verified (unknown, stale, "
                   "or on a node without a report): the result is partial")
         ctx.exit(ExitStatus.PARTIAL)
     ctx.exit(status)

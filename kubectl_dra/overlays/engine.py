@@ -33,6 +33,7 @@ from kubectl_dra.overlays.requirements import (
 from kubectl_dra.overlays.templates import DriverSlots, DynamicResources, parse_dynamic_resources, predict_slices
 from kubectl_dra.overlays.validation import runtime_errors, schema_errors
 from kubectl_dra.quantity import Quantity
+from kubectl_dra.text import plural
 
 HUGEPAGES_PREFIX = "hugepages-"
 _EXAMPLES = 3  # how many slots a message names before "and N more"
@@ -471,7 +472,7 @@ class _Evaluation:
         if not ov.matches:
             return "matches no instance type in any NodePool"
         pools = len({ctx.pool.name for ctx, _ in ov.matches})
-        text = f"matches {len(ov.matches)} instance type(s) in {pools} NodePool(s)"
+        text = f"matches {plural(len(ov.matches), 'instance type')} in {plural(pools, 'NodePool')}"
         if ov.won == 0 and ov.lost:
             text += f"; no effect, every slot is held by {', '.join(sorted(ov.shadowed_by))}"
         if ov.conflicts_with:
@@ -511,8 +512,8 @@ class _Findings:
         ev = self.ev
         if ev.gate_enabled is False and ev.overlays:
             self.add("OverlayFeatureGateOff", "warning",
-                     f"The NodeOverlay feature gate is off, so Karpenter applies none of the {len(ev.overlays)} "
-                     "NodeOverlay(s): prices and capacity below are the provider's; what the overlays would do is "
+                     f"The NodeOverlay feature gate is off, so Karpenter applies none of the "
+                     f"{plural(len(ev.overlays), 'NodeOverlay')}: prices and capacity below are the provider's; what the overlays would do is "
                      "under ifEnabled. Turn it on with NodeOverlay=true in the controller's --feature-gates "
                      "(FEATURE_GATES) if they are meant to apply.")
         for ov in ev.overlays:
@@ -537,7 +538,7 @@ class _Findings:
             w = weights[loser]
             self.add("OverlayConflictUndetected", "warning",
                      f"NodeOverlays {winner} and {loser} both have weight {w} and set the same capacity key to "
-                     f"different values on {len(details)} instance type(s) ({_examples(details)}). Karpenter's "
+                     f"different values on {plural(len(details), 'instance type')} ({_examples(details)}). Karpenter's "
                      "conflict check only compares with the most recently stored overlay's keys, so it reports no "
                      f"conflict and both stay Ready, while {winner} (name sorts later, processed first) silently "
                      "wins. Give them different weights, or remove the key from one of them.", loser)
@@ -634,7 +635,7 @@ class _Findings:
         source = ("they were inferred from the cluster's NodeClaims and Nodes, which carry no prices"
                   if inferred else "the catalog gives no price for some offerings")
         self.add("PricesUnknown", "warning" if uses_price else "info",
-                 f"Base prices are unknown for {len(unknown)} instance type(s) ({', '.join(unknown[:5])}"
+                 f"Base prices are unknown for {plural(len(unknown), 'instance type')} ({', '.join(unknown[:5])}"
                  f"{', ...' if len(unknown) > 5 else ''}): {source}. Matching, conflicts and capacity are exact; "
                  "prices show only where an overlay sets an absolute price. Pass an InstanceTypeCatalog "
                  "(--catalog) with the provider's prices to see adjusted prices.")

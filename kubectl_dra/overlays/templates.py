@@ -16,6 +16,7 @@ from typing import Any, Hashable, Iterable
 
 from kubectl_dra.model.resource import ResourceSlice
 from kubectl_dra.quantity import Quantity
+from kubectl_dra.text import plural
 
 MAX_DEVICES = 128
 MAX_ATTRIBUTES_AND_CAPACITIES = 32
@@ -382,10 +383,10 @@ def compare_slices(predicted: list[dict], published_slices: Iterable[ResourceSli
     for driver in sorted(set(want) | set(have)):
         if driver not in have:
             problems.append(f"driver {driver}: no ResourceSlice published (the overlay templates predict "
-                            f"{len(want[driver])} device(s))")
+                            f"{plural(len(want[driver]), 'device')})")
             continue
         if driver not in want:
-            problems.append(f"driver {driver}: publishes {len(have[driver])} device(s) no overlay template predicts")
+            problems.append(f"driver {driver}: publishes {plural(len(have[driver]), 'device')} no overlay template predicts")
             continue
         published = {d.name: d for d in have[driver]}
         used: set[str | None] = set()
@@ -407,7 +408,8 @@ def compare_slices(predicted: list[dict], published_slices: Iterable[ResourceSli
                 used.add(got.name)
                 pairs.append((dev, got))
         if unmatched:
-            problems.append(f"driver {driver}: {unmatched} unnamed predicted device(s) match no published device")
+            problems.append(f"driver {driver}: {plural(unmatched, 'unnamed predicted device')} "
+                            f"{'matches' if unmatched == 1 else 'match'} no published device")
         for dev, got in pairs:
             for attribute, binding in dev.bound.items():
                 groups[(binding, attribute)].append((f"{driver}/{got.name}", got.attributes.get(attribute)))

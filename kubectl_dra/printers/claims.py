@@ -8,7 +8,7 @@ from kubectl_dra.claims.explain import ClaimExplanation
 from kubectl_dra.claims.summary import ClaimList
 from kubectl_dra.printers.findings import findings_lines
 from kubectl_dra.printers.style import Style
-from kubectl_dra.printers.table import NONE, Column, cell, human_age, render
+from kubectl_dra.printers.table import NONE, Column, cell, human_age, render, scalar
 
 CLAIM_COLUMNS = [
     Column("NAMESPACE"), Column("NAME"), Column("STATE"), Column("NODE"), Column("DEVICES"),
@@ -83,7 +83,7 @@ def claim_tree(result: ClaimExplanation, style: Style) -> str:
         admin = "  adminAccess" if d.admin_access else ""
         lines.append(f"  {d.driver}/{d.pool}/{d.device}  request {d.request}{klass}{share}{admin}{missing}")
         if d.attributes:
-            lines.append("    attributes: " + " ".join(f"{k}={v}" for k, v in sorted(d.attributes.items())))
+            lines.append("    attributes: " + " ".join(f"{k}={scalar(v)}" for k, v in sorted(d.attributes.items())))
         if d.capacity:
             lines.append("    capacity:   " + " ".join(f"{k}={v}" for k, v in sorted(d.capacity.items())))
         if d.consumed_capacity:
@@ -97,7 +97,7 @@ def claim_tree(result: ClaimExplanation, style: Style) -> str:
         for cond in d.conditions:
             lines.append(f"    condition {cond['type']}={cond['status']} {cond.get('reason') or ''}".rstrip())
         if d.network_data:
-            lines.append("    network: " + " ".join(f"{k}={v}" for k, v in d.network_data.items()))
+            lines.append("    network: " + " ".join(f"{k}={scalar(v)}" for k, v in d.network_data.items()))
     lines.append(f"{style('Reserved for', 'bold')} ({len(result.reserved_for)} of {result.reserved_for_limit})")
     for r in result.reserved_for:
         kind = r.resource[:-1] if r.resource.endswith("s") else r.resource

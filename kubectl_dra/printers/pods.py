@@ -6,6 +6,7 @@ from kubectl_dra.pods.explain import PodExplanation
 from kubectl_dra.printers.findings import findings_lines
 from kubectl_dra.printers.nodeoptions import node_options_line
 from kubectl_dra.printers.style import Style
+from kubectl_dra.quantity import Quantity, in_one_unit
 
 
 def _files(lines: list[str], files: dict[str, str], because: dict[str, str], style: Style, indent: str) -> None:
@@ -39,7 +40,8 @@ def pod_tree(result: PodExplanation, style: Style) -> str:
     lines.append(f"{style('Scheduler counts', 'bold')} (requests on the node, incl. overhead and DRA)")
     for resource, q in result.scheduler.requests.items():
         dra = result.scheduler.dra.get(resource)
-        lines.append(f"  {resource} {q}" + (f"   (DRA {dra})" if dra else ""))
+        shown = in_one_unit([Quantity.parse(q)] + ([Quantity.parse(dra)] if dra else []))
+        lines.append(f"  {resource} {shown[0]}" + (f"   (DRA {shown[1]})" if dra else ""))
     if result.scheduler.note:
         lines.append(f"  {result.scheduler.note}")
     lines.append(f"{style('Pod cgroup', 'bold')} {result.cgroups.pod.path or '<unknown>'}")

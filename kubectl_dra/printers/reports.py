@@ -5,6 +5,7 @@ from __future__ import annotations
 from kubectl_dra.printers.style import Style
 from kubectl_dra.printers.table import Column, render
 from kubectl_dra.verify.report import NodeEnforcementReport
+from kubectl_dra.text import plural
 
 DIVERGENCE_COLUMNS = [Column("NODE"), Column("NAMESPACE"), Column("POD"), Column("CONTAINER"), Column("FILE"),
                       Column("EXPECTED"), Column("OBSERVED"), Column("CAUSE"), Column("SEVERITY", wide_only=True)]
@@ -38,13 +39,13 @@ def summary_line(reports: list[NodeEnforcementReport]) -> str:
     """What was checked and how it came out, in the terms the exit code uses: stale verdicts (the
     pod changed since the scan) are neither match nor divergence."""
     pods = [p for r in reports for p in r.status.pods]
-    nodes = f"{len(reports)} node{'s' if len(reports) != 1 else ''}"
+    nodes = plural(len(reports), "node")
     if not pods:
         return f"{nodes}: no pods to check (nothing was verified)"
     stale = [p for p in pods if p.stale]
     current = [p for p in pods if not p.stale]
     count = lambda verdict: sum(p.verdict == verdict for p in current)  # noqa: E731
-    line = (f"{nodes}, {len(pods)} pod{'s' if len(pods) != 1 else ''}: {count('Match')} match, "
+    line = (f"{nodes}, {plural(len(pods), 'pod')}: {count('Match')} match, "
             f"{count('Diverged')} diverged, {count('Unknown')} unknown")
     if stale:
         line += f", {len(stale)} stale (the pod changed since the scan: not trusted)"

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from datetime import datetime
@@ -31,6 +32,21 @@ def cell(value: object, empty: str = NONE) -> str:
         text = str(value)
     text = re.sub(r"\s+", "-", text.strip())
     return text or empty
+
+
+def scalar(value: object) -> str:
+    """A value in a ``key=value`` list as YAML and kubectl spell it: true/false, quoted when empty
+    or holding spaces (so the list stays readable), lists joined by commas."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "<none>"
+    if isinstance(value, (list, tuple)):
+        return ",".join(scalar(v) for v in value)
+    text = str(value)
+    if not text or any(c.isspace() for c in text) or '"' in text:
+        return json.dumps(text, ensure_ascii=False)
+    return text
 
 
 def render(columns: Sequence[Column], rows: Sequence[Sequence[str]], *, wide: bool = False,

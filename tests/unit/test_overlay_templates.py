@@ -189,7 +189,7 @@ def test_slices_for_a_real_node_use_its_name_and_labels():
     assert compare_slices(slices, [resource_slice("worker-1", GPU, [
         {"name": d, "attributes": {"model": {"string": "L40S"}}, "capacity": {"memory": {"value": "48Gi"}}}
         for d in ("gpu-0", "gpu-1")])]) == [
-        "driver nic.example.com: no ResourceSlice published (the overlay templates predict 1 device(s))"]
+        "driver nic.example.com: no ResourceSlice published (the overlay templates predict 1 device)"]
     assert slices_for_node(overlays, [POOL], its, nodepool="gpu", instance_type="other", node_name="w",
                            node_labels={}) == []
     assert slices_for_node(overlays, [POOL], its, nodepool="gpu", instance_type="g1", node_name="w",
@@ -233,7 +233,7 @@ def test_matching_slices_agree():
 
 
 @pytest.mark.parametrize("published,expected", [
-    ([], ["driver gpu.example.com: no ResourceSlice published (the overlay templates predict 2 device(s))"]),
+    ([], ["driver gpu.example.com: no ResourceSlice published (the overlay templates predict 2 devices)"]),
     ([_published(devices=[{"name": "gpu-0", "attributes": {"model": {"string": "L40S"}},
                            "capacity": {"memory": {"value": "48Gi"}}}])],
      ["driver gpu.example.com: device gpu-1 predicted but not published"]),
@@ -245,7 +245,7 @@ def test_matching_slices_agree():
       "published string 'H100'",
       "driver gpu.example.com: device gpu-1 capacity gpu.example.com/memory: predicted 48Gi, published 80Gi"]),
     ([_published(), _published(driver="other.example.com")],
-     ["driver other.example.com: publishes 2 device(s) no overlay template predicts"]),
+     ["driver other.example.com: publishes 2 devices no overlay template predicts"]),
 ])
 def test_differences_are_reported(published, expected):
     assert compare_slices(_predicted(gpu_template()), published) == expected
@@ -256,7 +256,7 @@ def test_unnamed_template_devices_are_paired_by_content():
     assert compare_slices(_predicted(template), [_published()]) == []
     three = {"spec": {"driver": GPU, "devices": [{"attributes": {"model": {"string": "L40S"}}}] * 3}}
     assert compare_slices(_predicted(three), [_published()]) == [
-        "driver gpu.example.com: 1 unnamed predicted device(s) match no published device"]
+        "driver gpu.example.com: 1 unnamed predicted device matches no published device"]
 
 
 @pytest.mark.parametrize("nic_root,ok", [("pci0", True), ("pci1", False)])
