@@ -55,7 +55,7 @@ def cli(ctx: click.Context) -> None:
     \b
     Examples:
       kubectl dra claims -A                      # every claim, its devices and holders
-      kubectl dra explain claim gpu-claim -n ml  # why a claim is (still) allocated
+      kubectl dra explain claim shared-gpu -n ml # why a claim is (still) allocated
       kubectl dra claims --snapshot bundle/      # the same, offline, from saved files
 
     Connection flags (--kubeconfig, --context, -n, ...) work as in kubectl and may be given

@@ -36,10 +36,10 @@ def claim(ctx: click.Context, kube, output, pod_name: str | None, name: str | No
 
     \b
     Examples:
-      kubectl dra explain claim trainer-gpus -n ml
-      kubectl dra explain claim trainer-gpus -n ml -o json
-      kubectl dra explain claim --pod web-0 gpu     # the claim behind pod web-0's claim "gpu"
-      kubectl dra explain claim trainer-gpus -A     # whichever namespace holds it (one must)
+      kubectl dra explain claim trainer-gpus-hd295 -n ml
+      kubectl dra explain claim trainer-gpus-hd295 -n ml -o json
+      kubectl dra explain claim --pod embedder gpu -n ml   # the claim behind pod embedder's claim "gpu"
+      kubectl dra explain claim trainer-gpus-hd295 -A      # whichever namespace holds it (one must)
     """
     from kubectl_dra.claims.explain import explain_claim
     from kubectl_dra.cli.runtime import fetch_named, open_for, read_around, report_problems

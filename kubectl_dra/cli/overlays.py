@@ -89,7 +89,7 @@ def overlays(ctx: click.Context, kube, output, catalog, feature_gate, nodepools,
     Examples:
       kubectl dra overlays --snapshot examples/cluster
       kubectl dra overlays --nodepool gpu --overlay gpu-savings-plan
-      kubectl dra overlays --catalog instance-types.yaml -o json
+      kubectl dra overlays --catalog examples/cluster/karpenter/instance-types.yaml -o json
     """
     from kubectl_dra.cli.runtime import open_for, report_problems
     from kubectl_dra.model.karpenter import NodeOverlay, NodePool
