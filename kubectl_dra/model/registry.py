@@ -94,6 +94,11 @@ def parse_object(raw: dict, keep_raw: bool = True) -> KubeObject | dict | None:
     if version not in model.VERSIONS:
         known = ", ".join(f"{group + '/' if group else ''}{v}" for v in model.VERSIONS)
         raise InputError(f"{describe(raw)}: unknown API version {api_version} (this tool reads {known})")
+    meta = raw.get("metadata")
+    if not isinstance(meta, dict) or not isinstance(meta.get("name"), str) or not meta.get("name"):
+        # the API server's words; without a name the object cannot be told apart from the others
+        raise InputError(f"{describe(raw)}: metadata.name: Required value: name or generateName is required "
+                         "(the object is skipped)")
     try:
         return model.from_raw(raw, keep_raw)
     except ValidationError as exc:

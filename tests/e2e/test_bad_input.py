@@ -129,3 +129,20 @@ def test_nonsense_quantities_are_named_and_nothing_is_computed_from_them(tmp_pat
     assert node_view.exit_code == 4
     assert "PodRequestsUnknown" in {f["code"] for f in node_view.json()["findings"]}
     assert "NodeOvercommitted" not in {f["code"] for f in node_view.json()["findings"]}
+
+
+def test_a_claim_without_a_name_is_invalid_and_named_as_such(tmp_path, dra):
+    """The API server requires metadata.name; an object without one cannot be told apart from the
+    others, so it is skipped with a reason, and the rest of the file still loads."""
+    import yaml
+    from builders import claim
+
+    nameless = claim("x", devices=[("gpu.example.com", "worker-1", "gpu-0")])
+    del nameless["metadata"]["name"]
+    good = claim("good", devices=[("gpu.example.com", "worker-1", "gpu-1")])
+    (tmp_path / "claims.yaml").write_text(yaml.safe_dump_all([nameless, good]))
+    result = dra("claims", "-A", "--snapshot", str(tmp_path), "-o", "name")
+    assert result.exit_code == 4
+    assert result.stdout == "resourceclaim.resource.k8s.io/good\n"
+    assert "ResourceClaim ml/<unnamed>: metadata.name: Required value: name or generateName is required " \
+        "(the object is skipped)" in result.stderr
