@@ -24,6 +24,17 @@ def _stale_reason(view: ReservationView) -> str | None:
     return None
 
 
+def _flaps(view: ReservationView, claim: ResourceClaim, reservations: list[ReservationView],
+           stale: list[ReservationView], referencing: set[str]) -> bool:
+    """A finished pod the v1.37 controller re-reserves (kubernetes/kubernetes#141274): its syncPod
+    reserves an allocated claim for any bound, undeleted pod that references it, finished or not,
+    while its claim sync removes finished pods; they alternate as long as another consumer keeps
+    the claim allocated (with none left, the removal deallocates it and the loop ends)."""
+    return (view.resolved == "done" and bool(view.node) and not view.deleting
+            and claim.status.allocation is not None and f"{claim.namespace}/{view.name}" in referencing
+            and any(v is not view and v not in stale for v in reservations))
+
+
 def where_missing(inventory: Inventory, driver: str, pool: str, device: str) -> str:
     """Where an allocated device that no current slice lists went: an outdated generation, or nowhere."""
     outdated = inventory.outdated_generation(driver, pool, device)
@@ -41,18 +52,25 @@ def claim_findings(claim: ResourceClaim, devices: list[DeviceView], reservations
     def add(code: str, severity: str, message: str) -> None:
         found.append(Finding(code=code, severity=severity, message=message, object=ref))
 
-    stale = []
+    stale = [v for v in reservations
+             if (_stale_reason(v) if v.resource == "pods" else v.resolved in ("missing", "uidMismatch"))]
+    referencing = {u.pod for u in users}
     for view in reservations:
         if view.resource == "pods":
             reason = _stale_reason(view)
-            if reason:
-                stale.append(view)
+            if reason and _flaps(view, claim, reservations, stale, referencing):
+                add("StaleReservation", "warning",
+                    f"reservedFor entry pod/{view.name}: {reason}, but it still exists on node {view.node} and "
+                    "references the claim, which another consumer keeps allocated. The resourceclaim controller "
+                    "of Kubernetes v1.37 removes this entry and adds it back, over and over "
+                    "(kubernetes/kubernetes#141274): the entry comes and goes and the claim's status is rewritten "
+                    f"continuously. Deleting the finished pod {claim.namespace}/{view.name} ends it.")
+            elif reason:
                 add("StaleReservation", "warning",
                     f"reservedFor entry pod/{view.name}: {reason}. The resourceclaim controller in "
                     "kube-controller-manager should remove it; if it stays, check that controller's logs.")
         elif view.resource == "podgroups":
             if view.resolved in ("missing", "uidMismatch"):
-                stale.append(view)
                 why = "no longer exists" if view.resolved == "missing" else \
                     f"was replaced: the entry holds uid {view.uid}, the PodGroup now has another uid"
                 add("StaleReservation", "warning",
@@ -63,7 +81,6 @@ def claim_findings(claim: ResourceClaim, devices: list[DeviceView], reservations
                     f"PodGroup {view.name} is being deleted; its reservation (and the devices) are released "
                     f"once its {plural(len(view.pods), 'member pod')} {'has' if len(view.pods) == 1 else 'have'} finished.")
         elif view.resolved in ("missing", "uidMismatch"):
-            stale.append(view)
             why = "no longer exists" if view.resolved == "missing" else "was replaced (another uid)"
             add("StaleReservation", "warning",
                 f"reservedFor entry {view.resource}/{view.name}: the object {why}; the controller that added "

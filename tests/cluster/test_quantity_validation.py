@@ -14,17 +14,27 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
 from test_model import QUANTITY_CASES, pod_with  # noqa: E402
 
+from controlplane import started  # noqa: E402
+
 from kubectl_dra.model.registry import parse_object  # noqa: E402
 
 
+@pytest.fixture(scope="module")
+def plane(tmp_path_factory):
+    """Its own API server: the pods written here must not show up in other tests' clusters."""
+    p = started(tmp_path_factory.mktemp("quantities"))
+    yield p
+    p.stop()
+
+
 @pytest.mark.parametrize("index", range(len(QUANTITY_CASES)))
-def test_the_api_server_agrees(apiserver_only, index):
+def test_the_api_server_agrees(plane, index):
     resources, invalid = QUANTITY_CASES[index]
     body = pod_with(resources)
     body["metadata"] = {"name": f"quantity-{index}", "namespace": "default"}
     body["spec"]["containers"][0]["image"] = "registry.example/app:1"
     try:
-        stored = apiserver_only.request("POST", "/api/v1/namespaces/default/pods", body)
+        stored = plane.request("POST", "/api/v1/namespaces/default/pods", body)
         message = None
     except urllib.error.HTTPError as exc:
         message = json.loads(exc.read())["message"]

@@ -210,16 +210,41 @@ def test_explain_claim_agrees_with_what_the_controller_cleans(scheduled, dra):
     doc = dra("explain", "claim", "shared-xpu", "--kubeconfig", kubeconfig, "-o", "json").json()
     assert [r["resolved"] for r in doc["reservedFor"]] == ["exists", "exists"] and doc["findings"] == []
 
-    # beta finished: the controller drops its reservation (isPodDone) and keeps alpha's
+    # beta finished. The v1.37.2 controller drops its reservation (isPodDone) and, because beta is still
+    # bound and references the claim alpha keeps allocated, adds it back: the entry flaps
+    # (kubernetes/kubernetes#141274). Whichever state a read catches, explain must say it.
+    mark = plane.audit_mark()
     beta = plane.request("GET", "/api/v1/namespaces/oracle/pods/beta")
     beta["status"]["phase"] = "Succeeded"
     plane.request("PUT", "/api/v1/namespaces/oracle/pods/beta/status", beta)
     wait_for("beta's reservation to go", lambda: [r["name"] for r in claim_of(plane, "oracle", "shared-xpu")
                                                   ["status"]["reservedFor"]] == ["alpha"])
+    seen = set()
+    for _ in range(12):
+        doc = dra("explain", "claim", "shared-xpu", "--kubeconfig", kubeconfig, "-o", "json").json()
+        entries = [(r["name"], r["resolved"]) for r in doc["reservedFor"]]
+        seen.add(tuple(entries))
+        if entries == [("alpha", "exists")]:
+            assert doc["findings"] == []  # a finished pod that is not reserved is no finding
+            assert ("oracle/beta", False) in [(c["pod"], c["reserved"]) for c in doc["consumers"]]
+        else:
+            assert entries == [("alpha", "exists"), ("beta", "done")]
+            [finding] = doc["findings"]
+            assert finding["code"] == "StaleReservation" and "kubernetes/kubernetes#141274" in finding["message"]
+            assert "Deleting the finished pod oracle/beta ends it" in finding["message"]
+        time.sleep(0.2)
+    rewrites = [e for e in plane.requests_since(mark, "system:serviceaccount:kube-system:resource-claim-controller")
+                if e["verb"] == "update" and e["objectRef"].get("name") == "shared-xpu"]
+    assert len(rewrites) > 4, "the controller rewrites the claim's status over and over while beta exists"
+
+    # deleting the finished pod ends the loop: only alpha stays
+    plane.request("DELETE", "/api/v1/namespaces/oracle/pods/beta")
+    wait_for("beta's reservation to stay gone", lambda: all(
+        [r["name"] for r in claim_of(plane, "oracle", "shared-xpu")["status"]["reservedFor"]] == ["alpha"]
+        for _ in range(5)))
     doc = dra("explain", "claim", "shared-xpu", "--kubeconfig", kubeconfig, "-o", "json").json()
     assert [(r["name"], r["resolved"]) for r in doc["reservedFor"]] == [("alpha", "exists")]
-    assert doc["findings"] == []  # a finished pod that is not reserved is no finding
-    assert ("oracle/beta", False) in [(c["pod"], c["reserved"]) for c in doc["consumers"]]
+    assert doc["findings"] == []
 
     # alpha deleted: the last reservation goes, and so does the allocation (deallocated)
     plane.request("DELETE", "/api/v1/namespaces/oracle/pods/alpha")

@@ -189,3 +189,29 @@ def test_replaced_template_pod_is_named(run_explain):
     assert doc["reservedFor"][0]["resolved"] == "uidMismatch"
     stale = next(f for f in doc["findings"] if f["code"] == "StaleReservation")
     assert "pod web-0 was replaced" in stale["message"] and "kube-controller-manager" in stale["message"]
+
+
+def test_finished_pod_beside_a_live_one_flaps_in_v137(run_explain):
+    """kubernetes/kubernetes#141274, seen on the real v1.37.2 controller (tests/cluster): a finished
+    pod still bound and referencing a claim another pod keeps allocated is removed and re-added."""
+    doc = run_explain(scenario_done(), "c")
+    [stale] = [f for f in doc["findings"] if f["code"] == "StaleReservation"]
+    assert "kubernetes/kubernetes#141274" in stale["message"]
+    assert "Deleting the finished pod ml/job-1 ends it" in stale["message"]
+
+
+def test_finished_last_consumer_is_simply_removed(run_explain):
+    """Alone, the finished pod's removal deallocates the claim, so nothing re-adds it."""
+    p = pod("job-1", claims={"g": "c"}, phase="Succeeded")
+    doc = run_explain([SLICE, p, gpu_claim(reserved_for=[reserved_pod(p)])], "c")
+    stale = next(f for f in doc["findings"] if f["code"] == "StaleReservation")
+    assert "#141274" not in stale["message"] and "should remove it" in stale["message"]
+
+
+def test_finished_pod_being_deleted_is_not_re_reserved(run_explain):
+    p = pod("job-1", claims={"g": "c"}, phase="Succeeded")
+    p["metadata"]["deletionTimestamp"] = "2026-11-21T08:00:00Z"
+    live = pod("job-2", claims={"g": "c"})
+    doc = run_explain([SLICE, p, live, gpu_claim(reserved_for=[reserved_pod(p), reserved_pod(live)])], "c")
+    stale = next(f for f in doc["findings"] if f["code"] == "StaleReservation")
+    assert "#141274" not in stale["message"]
