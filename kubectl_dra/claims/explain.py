@@ -45,7 +45,7 @@ def _device_view(claim: ResourceClaim, result: DeviceRequestAllocationResult, in
                    if (d.driver, d.pool, d.device) == result.device_id and d.share_id == result.share_id), None)
     view = DeviceView(
         request=result.request, driver=result.driver, pool=result.pool, device=result.device,
-        shareID=result.share_id, admin_access=result.admin_access,
+        share_id=result.share_id, admin_access=result.admin_access,
         consumed_capacity={k: str(v) for k, v in result.consumed_capacity.items()}
         if result.consumed_capacity is not None else None,
         found=device is not None,

@@ -7,11 +7,10 @@ replacement, and the entry is stale. Other references (workload objects) by reso
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Literal
 
-from pydantic import Field
-
-from kubectl_dra.document import Part
+from kubectl_dra.document import part
 from kubectl_dra.model.base import KubeObject
 from kubectl_dra.model.inventory import Inventory
 from kubectl_dra.model.pod import Pod
@@ -23,18 +22,20 @@ from kubectl_dra.model.workloads import ReplicaSet
 Resolved = Literal["exists", "missing", "uidMismatch", "done", "unknown"]
 
 
-class ReservationView(Part):
+@part
+class ReservationView:
     api_group: str = ""
     resource: str
     name: str
     uid: str
     resolved: Resolved
-    pods: list[str] = Field(default_factory=list)  # namespace/name of the pods behind the entry
+    pods: list[str] = dataclasses.field(default_factory=list)  # namespace/name of the pods behind the entry
     node: str | None = None  # for a pod entry: where that pod runs
     deleting: bool = False
 
 
-class ConsumerView(Part):
+@part
+class ConsumerView:
     pod: str  # namespace/name
     reserved: bool
     node: str | None = None

@@ -2,32 +2,38 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import datetime
+
+from typing import Iterable
 
 from pydantic import Field
 
-from kubectl_dra.document import Document, Part
+from kubectl_dra.document import Document, part
 from kubectl_dra.gcpause import gc_paused
 from kubectl_dra.model.inventory import Inventory
 from kubectl_dra.model.resource import ResourceClaim, ResourceClaimConsumerReference
 from kubectl_dra.quantity import Quantity
 
 
-class ClaimSummary(Part):
+@part
+class ClaimSummary:
+    """One claim's row (a list of 50,000 is held until it is sorted and printed)."""
+
     namespace: str
     name: str
     uid: str
     state: list[str]
     node: str | None = None
-    devices: list[str] = Field(default_factory=list)  # driver/pool/device
-    drivers: list[str] = Field(default_factory=list)
-    pools: list[str] = Field(default_factory=list)
-    reserved_for: list[str] = Field(default_factory=list)  # pod/NAME, podgroup/NAME, <resource>/NAME
-    pods: list[str] = Field(default_factory=list)  # pods that reference the claim
-    groups: list[str] = Field(default_factory=list)  # PodGroups it is reserved for
-    node_allocatable: dict[str, str] = Field(default_factory=dict)  # mapped amounts over the devices
-    node_allocatable_overhead: dict[str, dict[str, str]] = Field(default_factory=dict)  # resource -> perPod/perContainer
-    findings: list[str] = Field(default_factory=list)  # finding codes (filled by the detailed view)
+    devices: list[str] = dataclasses.field(default_factory=list)  # driver/pool/device
+    drivers: list[str] = dataclasses.field(default_factory=list)
+    pools: list[str] = dataclasses.field(default_factory=list)
+    reserved_for: list[str] = dataclasses.field(default_factory=list)  # pod/NAME, podgroup/NAME, <resource>/NAME
+    pods: list[str] = dataclasses.field(default_factory=list)  # pods that reference the claim
+    groups: list[str] = dataclasses.field(default_factory=list)  # PodGroups it is reserved for
+    node_allocatable: dict[str, str] = dataclasses.field(default_factory=dict)  # mapped amounts over the devices
+    node_allocatable_overhead: dict[str, dict[str, str]] = dataclasses.field(default_factory=dict)  # resource -> perPod/perContainer
+    findings: list[str] = dataclasses.field(default_factory=list)  # finding codes (filled by the detailed view)
     creation_timestamp: datetime | None = None
 
 
@@ -86,12 +92,13 @@ def sort_key(name: str):
     return SORT_KEYS.get(SORT_ALIASES.get(name, name))
 
 
-def list_claims(inventory: Inventory, *, detailed: bool = False, only_findings: bool = False,
-                sort_by: str = "namespace") -> ClaimList:
-    """One summary per claim. ``detailed`` also joins devices and reservations (needs slices, pods,
+def list_claims(claims: Iterable[ResourceClaim], inventory: Inventory, *, detailed: bool = False,
+                only_findings: bool = False, sort_by: str = "namespace") -> ClaimList:
+    """One summary per claim, taken as the claims arrive (nothing of a claim is kept but its row).
+    ``detailed`` also joins devices and reservations (``inventory`` then holds the slices, pods and
     PodGroups) to fill the node-allocatable amounts and the finding codes."""
     with gc_paused():
-        items = _summaries(inventory, detailed, only_findings)
+        items = _summaries(claims, inventory, detailed, only_findings)
     items.sort(key=sort_key(sort_by) or SORT_KEYS["namespace"])
     return ClaimList(items=items, problems=[p.message for p in inventory.problems])
 
@@ -100,9 +107,10 @@ def _add(totals: dict, key: str, q: Quantity) -> None:
     totals[key] = totals[key] + q if key in totals else q
 
 
-def _summaries(inventory: Inventory, detailed: bool, only_findings: bool) -> list[ClaimSummary]:
+def _summaries(claims: Iterable[ResourceClaim], inventory: Inventory, detailed: bool,
+               only_findings: bool) -> list[ClaimSummary]:
     items = []
-    for claim in inventory.claims():
+    for claim in claims:
         item = summarize(claim, inventory)
         if detailed:
             from kubectl_dra.claims.explain import explain_claim
@@ -115,8 +123,8 @@ def _summaries(inventory: Inventory, detailed: bool, only_findings: bool) -> lis
                 for resource, q in device.node_allocatable.items():
                     _add(totals, resource, Quantity.parse(q))
                 for resource, parts in device.node_allocatable_overhead.items():
-                    for part, q in parts.items():
-                        _add(overhead.setdefault(resource, {}), part, Quantity.parse(q))
+                    for share, q in parts.items():
+                        _add(overhead.setdefault(resource, {}), share, Quantity.parse(q))
             item.node_allocatable = {k: str(v) for k, v in sorted(totals.items())}
             item.node_allocatable_overhead = {r: {k: str(v) for k, v in parts.items()}
                                               for r, parts in sorted(overhead.items())}

@@ -60,13 +60,17 @@ def claims(ctx: click.Context, kube, output, selector: str | None, only_findings
     env.color = output.color
     opened = open_for(env, kube)
     detailed = output.format in ("wide", "json", "yaml") or only_findings or sort_key(sort_by) is SORT_KEYS["findings"]
-    requests = [ReadRequest(ResourceClaim, opened.namespace, label_selector=selector),
-                ReadRequest(Pod, opened.namespace, keep_raw=False)]
-    if detailed:
-        requests += [ReadRequest(ResourceSlice), ReadRequest(PodGroup, opened.namespace, required=False)]
-    inventory = opened.source.read(requests)
+    wanted = ReadRequest(ResourceClaim, opened.namespace, label_selector=selector, keep_raw=False)
+    # the plain table and -o name show nothing taken from pods, slices or PodGroups; the detailed
+    # view needs them, but of the pods only those that can matter to a claim
+    context = [ReadRequest(Pod, opened.namespace, keep_raw=False, keep=Pod.uses_claims),
+               ReadRequest(ResourceSlice, keep_raw=False),
+               ReadRequest(PodGroup, opened.namespace, required=False, keep_raw=False)] if detailed else []
+    opened.source.prime([wanted, *context])  # every kind's first page on its way at once
+    inventory = opened.source.read(context)
+    result = list_claims(opened.source.stream(wanted, inventory), inventory, detailed=detailed,
+                         only_findings=only_findings, sort_by=sort_by)
     require_kinds(env, inventory, ResourceClaim)
-    result = list_claims(inventory, detailed=detailed, only_findings=only_findings, sort_by=sort_by)
     show_namespace = opened.namespace is None
     empty_table = not result.items and output.format in ("table", "wide")
     if not empty_table:  # kubectl prints no header above nothing

@@ -42,11 +42,11 @@ def claim(ctx: click.Context, kube, output, pod_name: str | None, name: str | No
       kubectl dra explain claim trainer-gpus-hd295 -A      # whichever namespace holds it (one must)
     """
     from kubectl_dra.claims.explain import explain_claim
-    from kubectl_dra.cli.runtime import fetch_named, open_for, read_around, report_problems
+    from kubectl_dra.cli.runtime import fetch_named, open_for, read_around, report_problems, slice_requests
     from kubectl_dra.kube.reads import ReadRequest
     from kubectl_dra.model.pod import Pod
     from kubectl_dra.model.registry import MODELS
-    from kubectl_dra.model.resource import DeviceClass, ResourceClaim, ResourceSlice
+    from kubectl_dra.model.resource import DeviceClass, ResourceClaim
     from kubectl_dra.model.scheduling import PodGroup
     from kubectl_dra.model.workloads import ReplicaSet
     from kubectl_dra.printers.claims import claim_tree
@@ -63,7 +63,8 @@ def claim(ctx: click.Context, kube, output, pod_name: str | None, name: str | No
         raise click.UsageError("give a claim NAME, or --pod POD [CLAIM-NAME]")
     found, first = fetch_named(env, opened, ResourceClaim, namespace, name)
     namespace = found.namespace
-    requests = [ReadRequest(Pod, namespace), ReadRequest(ResourceSlice), ReadRequest(DeviceClass, required=False)]
+    requests = [ReadRequest(Pod, namespace, keep_raw=False), *slice_requests([found]),
+                ReadRequest(DeviceClass, required=False, keep_raw=False)]
     refs = found.status.reserved_for
     if any(r.is_pod_group for r in refs):
         requests.append(ReadRequest(PodGroup, namespace, required=False))
@@ -130,7 +131,7 @@ def pod(ctx: click.Context, kube, output, node_flags, name: str) -> None:
       kubectl dra explain pod embedder -n ml --snapshot examples/cluster --memory-qos legacy
     """
     from kubectl_dra.cgroups.options import resolve
-    from kubectl_dra.cli.runtime import fetch_named, open_for, read_around, report_problems
+    from kubectl_dra.cli.runtime import fetch_named, open_for, read_around, report_problems, slice_requests
     from kubectl_dra.kube.reads import ReadRequest
     from kubectl_dra.model.node import Node
     from kubectl_dra.model.pod import Pod
@@ -146,10 +147,18 @@ def pod(ctx: click.Context, kube, output, node_flags, name: str) -> None:
     namespace = None if kube.all_namespaces else kube.namespace or opened.default_namespace  # None: find it
     found, first = fetch_named(env, opened, Pod, namespace, name)
     namespace = found.namespace
-    requests = [ReadRequest(ResourceClaim, namespace), ReadRequest(ResourceSlice)]
+    requests = [ReadRequest(ResourceClaim, namespace, keep_raw=False)]
     if found.node_name:
         requests.append(ReadRequest(Node, field_selector=f"metadata.name={found.node_name}", required=False))
     inventory = read_around(opened, found, first, requests)
+    claims = [c for name in found.referenced_claim_names().values()
+              if name and (c := inventory.get(ResourceClaim, namespace, name)) is not None]
+    slices = slice_requests(claims)  # then only the pools its claims' devices came from
+    if slices:
+        more = opened.source.read(slices)
+        inventory.extend(more.all(ResourceSlice))
+        inventory.problems += more.problems
+        inventory.read_kinds |= more.read_kinds
     node = inventory.get(Node, None, found.node_name) if found.node_name else None
     options, sources = resolve(node_flags, node)
     result = explain_pod(found, inventory, options, sources)

@@ -67,6 +67,18 @@ def fetch_named(env: Environment, opened: Opened, model, namespace: str | None, 
     return found, first
 
 
+def slice_requests(claims) -> list:
+    """The slices an explanation needs: those of the pools its claims' devices came from, one
+    list per (driver, pool) with a field selector, instead of every slice in the cluster."""
+    from kubectl_dra.kube.reads import ReadRequest
+    from kubectl_dra.model.resource import ResourceSlice
+
+    pairs = sorted({(r.driver, r.pool) for claim in claims if claim.status.allocation
+                    for r in claim.status.allocation.devices.results})
+    return [ReadRequest(ResourceSlice, field_selector=f"spec.driver={driver},spec.pool.name={pool}", keep_raw=False)
+            for driver, pool in pairs]
+
+
 def join_first(inventory: Inventory, found, first: Inventory) -> Inventory:
     """Add the object fetched first (and what went wrong reading it) to the rest of the reads."""
     inventory.add(found)

@@ -84,9 +84,25 @@ class Session:
         """GET ``path`` and return the decoded JSON object; raise :class:`ApiError` otherwise."""
         return self.request("GET", path, query)
 
+    def get_bytes(self, path: str, query: Sequence[tuple[str, str]] = ()) -> bytes:
+        """GET ``path`` and return the body undecoded (the caller parses it straight into models)."""
+        return self.exchange("GET", path, query)
+
     def request(self, method: str, path: str, query: Sequence[tuple[str, str]] = (), body: Any = None,
                 content_type: str = "application/json") -> dict:
-        """One request (GETs with their retries, all within ``--request-timeout``)."""
+        """One request (GETs with their retries, all within ``--request-timeout``), decoded."""
+        data = self.exchange(method, path, query, body, content_type)
+        try:
+            doc = json.loads(data)
+        except ValueError:
+            raise ApiError(f"{self.server}{path}: the server did not answer with JSON") from None
+        if not isinstance(doc, dict):
+            raise ApiError(f"{self.server}{path}: unexpected answer (not an object)")
+        return doc
+
+    def exchange(self, method: str, path: str, query: Sequence[tuple[str, str]] = (), body: Any = None,
+                 content_type: str = "application/json") -> bytes:
+        """One request and its retries; the body of a successful answer, else :class:`ApiError`."""
         import urllib3
 
         headers = {"Accept": "application/json", **self.headers}
@@ -135,13 +151,7 @@ class Session:
                            f"{status_message(response.status, data, response.reason)} (HTTP 401)", status=401)
         if response.status >= 400:
             raise ApiError(status_message(response.status, data, response.reason), status=response.status)
-        try:
-            doc = json.loads(data)
-        except ValueError:
-            raise ApiError(f"{self.server}{path}: the server did not answer with JSON") from None
-        if not isinstance(doc, dict):
-            raise ApiError(f"{self.server}{path}: unexpected answer (not an object)")
-        return doc
+        return data
 
     def _wait(self, seconds: float, deadline: float | None) -> bool:
         """Sleep before a retry if the wait fits in the request's time budget."""

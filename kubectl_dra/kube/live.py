@@ -12,8 +12,9 @@ from kubectl_dra.errors import ApiError, InputError
 from kubectl_dra.gcpause import gc_paused
 from kubectl_dra.kube.client import Session
 from kubectl_dra.kube.reads import ReadRequest
+from kubectl_dra.model.base import KubeObject
 from kubectl_dra.model.inventory import Inventory
-from kubectl_dra.model.registry import invalid_field_problems, parse_object
+from kubectl_dra.model.registry import invalid_field_problems, list_continue, parse_object, parse_page
 
 PAGE_SIZE = 500  # kubectl's --chunk-size default
 MAX_LIST_RESTARTS = 3
@@ -51,6 +52,8 @@ class LiveSource:
         self.session = session
         self._served: ServedVersions | None = None
         self._continuing = False  # whether the request in flight carried a continue token
+        self._executor = None  # the helper threads that fetch pages ahead
+        self._primed: dict = {}  # (path, query) -> the first page, asked for early
 
     @property
     def description(self) -> str:
@@ -63,12 +66,65 @@ class LiveSource:
 
     def read(self, requests: Iterable[ReadRequest]) -> Inventory:
         inventory = Inventory()
-        with gc_paused():
-            for request in requests:
-                self._read_kind(request, inventory)
+        requests = list(requests)
+        primed = self.prime(requests) if len(requests) > 1 else []
+        try:
+            with gc_paused():
+                for request in requests:
+                    self._read_kind(request, inventory)
+        finally:  # a page asked for ahead and not used must not be served to a later read
+            for key in primed:
+                self._primed.pop(key, None)
         return inventory
 
     def _read_kind(self, request: ReadRequest, inventory: Inventory) -> None:
+        api_version = self._version(request, inventory)
+        if api_version is None:
+            return
+        objects: list = []
+        problems: list[str] = []
+        try:
+            for page in self._parsed_pages(request, api_version):
+                if page is None:  # started over: what the expired pass read is dropped
+                    objects, problems = [], []
+                    continue
+                objects += page[0] if request.keep is None else [o for o in page[0] if request.keep(o)]
+                problems += page[1]
+        except ApiError as exc:
+            self._refused(request, exc, inventory)
+            return
+        for problem in problems:
+            inventory.problem(problem, kind=request.model.KIND)
+        inventory.extend(objects)
+        inventory.read_kinds.add(request.model.KIND)
+
+    def stream(self, request: ReadRequest, inventory: Inventory) -> Iterator[KubeObject]:
+        """One kind's objects as their pages arrive, held by nobody here (problems and whether the
+        kind was read go to ``inventory``). A list that starts over after an expired continue
+        token does not yield an object twice."""
+        api_version = self._version(request, inventory)
+        if api_version is None:
+            return
+        seen: set[tuple[str | None, str]] = set()
+        try:
+            for page in self._parsed_pages(request, api_version):
+                if page is None:
+                    continue
+                for problem in page[1]:
+                    inventory.problem(problem, kind=request.model.KIND)
+                for obj in page[0]:
+                    key = (obj.namespace, obj.name)
+                    if key in seen or (request.keep is not None and not request.keep(obj)):
+                        continue
+                    seen.add(key)
+                    yield obj
+        except ApiError as exc:
+            self._refused(request, exc, inventory)
+            return
+        inventory.read_kinds.add(request.model.KIND)
+
+    def _version(self, request: ReadRequest, inventory: Inventory) -> str | None:
+        """The API version to list the kind in, or None after recording why it cannot be read."""
         model = request.model
         version = model.VERSIONS[0] if not model.GROUP else self.served().choose(model.GROUP, model.VERSIONS)
         if version is None:
@@ -78,46 +134,32 @@ class LiveSource:
                 f"cannot read {model.KIND} objects: this tool reads {model.GROUP} "
                 f"{', '.join(model.VERSIONS)} and {detail}",
                 kind=model.KIND, severity="error" if request.required else "warning", not_served=not served)
-            return
-        api_version = f"{model.GROUP}/{version}" if model.GROUP else version
-        try:
-            objects, problems = self._parsed_list(request, api_version)
-        except ApiError as exc:
-            if exc.status in (403, 404):
-                verb = "list" if exc.status == 403 else "find"
-                inventory.problem(f"cannot {verb} {request.resource}: {exc}", kind=model.KIND,
-                                  severity="error" if request.required else "warning")
-                return
-            raise
-        for problem in problems:
-            inventory.problem(problem, kind=model.KIND)
-        inventory.extend(objects)
-        inventory.read_kinds.add(model.KIND)
+            return None
+        return f"{model.GROUP}/{version}" if model.GROUP else version
 
-    def _parsed_list(self, request: ReadRequest, api_version: str) -> tuple[list, list[str]]:
-        """Every object of one kind, parsed page by page (so a page's dicts can go as soon as it is
-        parsed); a list whose continue token expired starts over, dropping what it had."""
+    @staticmethod
+    def _refused(request: ReadRequest, exc: ApiError, inventory: Inventory) -> None:
+        """A 403 or 404 makes the kind unread (a problem); anything else ends the command."""
+        if exc.status not in (403, 404):
+            raise exc
+        verb = "list" if exc.status == 403 else "find"
+        inventory.problem(f"cannot {verb} {request.resource}: {exc}", kind=request.model.KIND,
+                          severity="error" if request.required else "warning")
+
+    def _parsed_pages(self, request: ReadRequest, api_version: str) -> Iterator[tuple[list, list[str]] | None]:
+        """``(objects, problems)`` per page, parsed as the pages arrive (the next one is on its way
+        meanwhile); ``None`` when the list starts over because its continue token expired."""
         restarts = 0
         while True:
-            objects, problems = [], []
-            pages = self.pages(request, api_version)
             try:
-                for items in pages:
-                    for raw in items:
-                        try:
-                            obj = parse_object(raw, request.keep_raw)
-                        except InputError as exc:
-                            problems.append(f"skipped invalid object: {exc}")
-                            continue
-                        if obj is not None:
-                            objects.append(obj)
-                            if obj.invalid_fields:
-                                problems.extend(invalid_field_problems(obj))
-                return objects, problems
+                for data in self.pages(request, api_version):
+                    yield self._parse_page(request, data, api_version)
+                return
             except ApiError as exc:
                 if exc.status == 410 and self._continuing:
                     if restarts < MAX_LIST_RESTARTS:
                         restarts += 1  # the snapshot behind the token expired: list again from the start
+                        yield None
                         continue
                     raise ApiError(
                         f"cannot list {request.resource}: the server's list snapshot expired while paging "
@@ -125,30 +167,96 @@ class LiveSource:
                         "pages can be read. Try again, or narrow the read with -n or -l", status=410) from None
                 raise
 
-    def pages(self, request: ReadRequest, api_version: str) -> Iterator[list[dict]]:
-        """The items of one kind, one page (``limit`` 500) at a time, following ``continue``."""
+    @staticmethod
+    def _parse_page(request: ReadRequest, data: bytes, api_version: str) -> tuple[list, list[str]]:
+        """Straight from JSON into the models when the page is clean; else item by item, keeping
+        what can be kept and naming what was dropped."""
+        fast = None if request.keep_raw else parse_page(request.model, data, api_version)
+        if fast is not None:
+            return fast, []
+        objects, problems = [], []
+        for raw in _items(data, api_version, request.model.KIND):
+            try:
+                obj = parse_object(raw, request.keep_raw)
+            except InputError as exc:
+                problems.append(f"skipped invalid object: {exc}")
+                continue
+            if obj is not None:
+                objects.append(obj)
+                if obj.invalid_fields:
+                    problems.extend(invalid_field_problems(obj))
+        return objects, problems
+
+    def prime(self, requests: Iterable[ReadRequest]) -> list[tuple]:
+        """Ask for the first page of each kind now, all at once, so the server is never idle
+        between one kind and the next (the command reads them one after another). Returns the
+        keys of the pages asked for."""
+        keys = []
+        for request in requests:
+            api_version = self._version(request, Inventory())
+            if api_version is not None:
+                path, first = self._first(request, api_version)
+                key = (path, tuple(first))
+                earlier = self._primed.get(key)
+                if earlier is None or earlier.done() and earlier.exception() is not None:
+                    self._primed[key] = self._pool().submit(self.session.get_bytes, path, first)
+                keys.append(key)
+        return keys
+
+    def _pool(self):
+        if self._executor is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._executor = ThreadPoolExecutor(max_workers=6, thread_name_prefix="kubectl-dra-page")
+        return self._executor
+
+    @staticmethod
+    def _first(request: ReadRequest, api_version: str) -> tuple[str, list[tuple[str, str]]]:
         model = request.model
         base = "/api/" + api_version if not model.GROUP else "/apis/" + api_version
         if model.NAMESPACED and request.namespace:
             path = f"{base}/namespaces/{request.namespace}/{model.PLURAL}"
         else:
             path = f"{base}/{model.PLURAL}"
+        query = [("limit", str(PAGE_SIZE))]
+        if request.label_selector:
+            query.append(("labelSelector", request.label_selector))
+        if request.field_selector:
+            query.append(("fieldSelector", request.field_selector))
+        return path, query
+
+    def pages(self, request: ReadRequest, api_version: str) -> Iterator[bytes]:
+        """The pages of one kind as the server sent them (``limit`` 500, following ``continue``).
+        While the caller parses one page, the next is fetched in a helper thread, so the server's
+        time and ours overlap instead of adding up."""
+        path, first = self._first(request, api_version)
+        pool = self._pool()
         token = None
+        pending = self._primed.pop((path, tuple(first)), None) or pool.submit(self.session.get_bytes, path, first)
         while True:
-            query = [("limit", str(PAGE_SIZE))]
-            if request.label_selector:
-                query.append(("labelSelector", request.label_selector))
-            if request.field_selector:
-                query.append(("fieldSelector", request.field_selector))
-            if token:
-                query.append(("continue", token))
             self._continuing = bool(token)
-            page = self.session.get(path, query)
-            items = [item for item in page.get("items") or [] if isinstance(item, dict)]
-            for item in items:
-                item.setdefault("apiVersion", api_version)
-                item.setdefault("kind", model.KIND)
-            yield items
-            token = (page.get("metadata") or {}).get("continue")
+            data = pending.result()
+            try:
+                token = list_continue(data)
+            except InputError:
+                raise ApiError(f"{self.session.server}{path}: the server did not answer with a JSON object") from None
+            if token:
+                pending = pool.submit(self.session.get_bytes, path, [*first, ("continue", token)])
+            yield data
             if not token:
                 return
+
+
+def _items(data: bytes, api_version: str, kind: str) -> list[dict]:
+    """A page's items as dicts, for the tolerant path (each gets the list's apiVersion and kind)."""
+    import json
+
+    try:
+        page = json.loads(data)
+    except ValueError:
+        raise ApiError("the server did not answer with JSON") from None
+    items = [item for item in (page.get("items") or [] if isinstance(page, dict) else []) if isinstance(item, dict)]
+    for item in items:
+        item.setdefault("apiVersion", api_version)
+        item.setdefault("kind", kind)
+    return items

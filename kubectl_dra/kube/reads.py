@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 from kubectl_dra.model.base import KubeObject
 
@@ -15,6 +16,7 @@ class ReadRequest:
     field_selector: str | None = None
     required: bool = True  # False: a cluster without this API is normal (e.g. Karpenter kinds)
     keep_raw: bool = True  # False: drop the server's dicts once parsed (lists of 100,000 pods)
+    keep: Callable[[KubeObject], bool] | None = None  # only objects the command reports on are held
 
     @property
     def resource(self) -> str:

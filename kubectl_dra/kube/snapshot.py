@@ -121,28 +121,40 @@ class SnapshotSource:
     def description(self) -> str:
         return f"snapshot {self.path}"
 
-    def read(self, requests: Iterable[ReadRequest]) -> Inventory:
+    def _load(self, inventory: Inventory) -> Inventory:
         if self._loaded is None:
             with gc_paused():
                 self._loaded = load_snapshot(self.path)
-        loaded = self._loaded
-        inventory = Inventory()
         if not self._problems_reported:  # a command may read in two rounds; say each problem once
-            inventory.problems.extend(loaded.problems)
+            inventory.problems.extend(self._loaded.problems)
             self._problems_reported = True
-        inventory.documents.update(loaded.documents)
+        inventory.documents.update(self._loaded.documents)
+        return self._loaded
+
+    def prime(self, requests: Iterable[ReadRequest]) -> list:
+        """Nothing to ask for ahead: the files are read once, whole."""
+        return []
+
+    def read(self, requests: Iterable[ReadRequest]) -> Inventory:
+        inventory = Inventory()
+        self._load(inventory)
         for request in requests:
-            model = request.model
-            if not self._held(request, inventory):
-                continue
-            labels, fields = label_matcher(request.label_selector), field_matcher(request.field_selector)
-            for obj in loaded.all(model):
-                if model.NAMESPACED and request.namespace and obj.namespace != request.namespace:
-                    continue
-                if labels(obj.metadata.labels) and fields(obj.raw):
-                    inventory.add(obj)
-            inventory.read_kinds.add(model.KIND)
+            inventory.extend(self.stream(request, inventory))
         return inventory
+
+    def stream(self, request: ReadRequest, inventory: Inventory) -> Iterator[KubeObject]:
+        """One kind's objects, filtered as a server filters them (problems go to ``inventory``)."""
+        loaded = self._load(inventory)
+        model = request.model
+        if not self._held(request, inventory):
+            return
+        labels, fields = label_matcher(request.label_selector), field_matcher(request.field_selector)
+        for obj in loaded.all(model):
+            if model.NAMESPACED and request.namespace and obj.namespace != request.namespace:
+                continue
+            if labels(obj.metadata.labels) and fields(obj.raw) and (request.keep is None or request.keep(obj)):
+                yield obj
+        inventory.read_kinds.add(model.KIND)
 
     def _held(self, request: ReadRequest, inventory: Inventory) -> bool:
         """Whether the snapshot holds the kind; say once what it lacks."""

@@ -10,11 +10,12 @@ from typing import Any, ClassVar
 
 from pydantic import Field
 
-from kubectl_dra.model.base import Condition, KubeObject, ResourceList, View
+from kubectl_dra.model.base import Condition, KubeObject, ResourceList, View, view
 
 KARPENTER_GROUP = "karpenter.sh"
 
 
+@view
 class NodeSelectorRequirement(View):
     key: str
     operator: str
@@ -22,28 +23,33 @@ class NodeSelectorRequirement(View):
     min_values: int | None = None
 
 
+@view
 class NodeClaimTemplateSpec(View):
     requirements: list[NodeSelectorRequirement] = Field(default_factory=list)
     taints: list[dict[str, Any]] = Field(default_factory=list)
     node_class_ref: dict[str, Any] | None = None
 
 
+@view
 class NodeClaimTemplateMetadata(View):
     labels: dict[str, str] = Field(default_factory=dict)
     annotations: dict[str, str] = Field(default_factory=dict)
 
 
+@view
 class NodeClaimTemplate(View):
     metadata: NodeClaimTemplateMetadata = Field(default_factory=NodeClaimTemplateMetadata)
     spec: NodeClaimTemplateSpec = Field(default_factory=NodeClaimTemplateSpec)
 
 
+@view
 class NodePoolSpec(View):
     template: NodeClaimTemplate = Field(default_factory=NodeClaimTemplate)
     weight: int | None = None
     limits: ResourceList = Field(default_factory=dict)
 
 
+@view
 class NodePool(KubeObject):
     KIND: ClassVar[str] = "NodePool"
     GROUP: ClassVar[str] = KARPENTER_GROUP
@@ -54,6 +60,7 @@ class NodePool(KubeObject):
     spec: NodePoolSpec = Field(default_factory=NodePoolSpec)
 
 
+@view
 class NodeClaimStatus(View):
     node_name: str | None = None
     provider_id: str | None = Field(default=None, alias="providerID")
@@ -62,6 +69,7 @@ class NodeClaimStatus(View):
     conditions: list[Condition] = Field(default_factory=list)
 
 
+@view
 class NodeClaim(KubeObject):
     KIND: ClassVar[str] = "NodeClaim"
     GROUP: ClassVar[str] = KARPENTER_GROUP
@@ -73,6 +81,7 @@ class NodeClaim(KubeObject):
     status: NodeClaimStatus = Field(default_factory=NodeClaimStatus)
 
 
+@view
 class NodeOverlaySpec(View):
     requirements: list[NodeSelectorRequirement] | None = None
     price: str | None = None
@@ -82,10 +91,12 @@ class NodeOverlaySpec(View):
     dynamic_resources: dict[str, Any] | None = None  # proposal: resourceSliceTemplates, attributeBindings
 
 
+@view
 class NodeOverlayStatus(View):
     conditions: list[Condition] = Field(default_factory=list)
 
 
+@view
 class NodeOverlay(KubeObject):
     KIND: ClassVar[str] = "NodeOverlay"
     GROUP: ClassVar[str] = KARPENTER_GROUP

@@ -6,9 +6,10 @@ from typing import Any, ClassVar
 
 from pydantic import Field
 
-from kubectl_dra.model.base import Condition, CoreResourceList, KubeObject, View
+from kubectl_dra.model.base import Condition, CoreResourceList, KubeObject, View, view
 
 
+@view
 class NodeSystemInfo(View):
     kubelet_version: str = ""
     container_runtime_version: str = ""
@@ -17,12 +18,14 @@ class NodeSystemInfo(View):
     architecture: str = ""
 
 
+@view
 class NodeSpec(View):
     provider_id: str | None = Field(default=None, alias="providerID")
     taints: list[dict[str, Any]] = Field(default_factory=list)
     unschedulable: bool = False
 
 
+@view
 class NodeStatus(View):
     capacity: CoreResourceList = Field(default_factory=dict)
     allocatable: CoreResourceList = Field(default_factory=dict)
@@ -31,6 +34,7 @@ class NodeStatus(View):
     conditions: list[Condition] = Field(default_factory=list)
 
 
+@view
 class Node(KubeObject):
     KIND: ClassVar[str] = "Node"
     GROUP: ClassVar[str] = ""

@@ -12,14 +12,16 @@ from typing import Any, ClassVar, Iterator
 from pydantic import Field, ValidationError, model_validator
 
 from kubectl_dra.model.base import (Condition, CoreResourceList, KubeObject, Qty, View, field_error,
-                                    is_overcommit_allowed)
+                                    is_overcommit_allowed, view)
 
 
+@view
 class ContainerClaim(View):
     name: str
     request: str | None = None
 
 
+@view
 class ResourceRequirements(View):
     requests: CoreResourceList = Field(default_factory=dict)
     limits: CoreResourceList = Field(default_factory=dict)
@@ -44,6 +46,7 @@ class ResourceRequirements(View):
         return self
 
 
+@view
 class Container(View):
     name: str
     image: str = ""
@@ -51,16 +54,19 @@ class Container(View):
     restart_policy: str | None = None  # "Always" on an init container makes it a sidecar
 
 
+@view
 class PodResourceClaim(View):
     name: str
     resource_claim_name: str | None = None
     resource_claim_template_name: str | None = None
 
 
+@view
 class PodSchedulingGroup(View):
     pod_group_name: str | None = None
 
 
+@view
 class PodSpec(View):
     node_name: str | None = None
     containers: list[Container] = Field(default_factory=list)
@@ -72,22 +78,26 @@ class PodSpec(View):
     restart_policy: str = "Always"
 
 
+@view
 class PodResourceClaimStatus(View):
     name: str
     resource_claim_name: str | None = None
 
 
+@view
 class NodeAllocatableMapped(View):
     name: str
     quantity: Qty
 
 
+@view
 class NodeAllocatableOverheadEntry(View):
     name: str
     per_pod: Qty | None = None
     per_container: Qty | None = None
 
 
+@view
 class NodeAllocatableClaimStatus(View):
     """One entry of ``status.nodeAllocatableResourceClaimStatuses``.
 
@@ -111,17 +121,20 @@ class NodeAllocatableClaimStatus(View):
         return "empty"
 
 
+@view
 class ExtendedResourceRequestMapping(View):
     container_name: str
     resource_name: str
     request_name: str
 
 
+@view
 class ExtendedResourceClaimStatus(View):
     resource_claim_name: str
     request_mappings: list[ExtendedResourceRequestMapping] = Field(default_factory=list)
 
 
+@view
 class ContainerStatus(View):
     name: str
     container_id: str | None = Field(default=None, alias="containerID")
@@ -143,6 +156,7 @@ class ContainerStatus(View):
         return runtime, cid
 
 
+@view
 class PodStatus(View):
     phase: str = ""
     qos_class: str | None = None
@@ -155,6 +169,7 @@ class PodStatus(View):
     init_container_statuses: list[ContainerStatus] = Field(default_factory=list)
 
 
+@view
 class Pod(KubeObject):
     KIND: ClassVar[str] = "Pod"
     GROUP: ClassVar[str] = ""
@@ -207,6 +222,13 @@ class Pod(KubeObject):
             if status.name == pod_claim.name:
                 return status.resource_claim_name
         return None
+
+    def uses_claims(self) -> bool:
+        """Whether the pod can matter to a claim: it references one (in its spec, or through an
+        extended resource), or belongs to a PodGroup (whose claims it shares). Only such pods can
+        be reserved or be consumers, so claim listings hold no others."""
+        return bool(self.spec.resource_claims) or self.status.extended_resource_claim_status is not None \
+            or self.spec.scheduling_group is not None
 
     def referenced_claim_names(self) -> dict[str, str | None]:
         """Pod claim name -> ResourceClaim object name (None while the template claim is unmade)."""

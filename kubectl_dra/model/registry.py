@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from pydantic import Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
 
 from kubectl_dra.errors import InputError
-from kubectl_dra.model.base import KubeObject, field_path
+from kubectl_dra.model.base import KubeObject, View, field_path, view
 from kubectl_dra.model.karpenter import NodeClaim, NodeOverlay, NodePool
 from kubectl_dra.model.node import Node
 from kubectl_dra.model.pod import Pod
@@ -20,6 +20,7 @@ OWN_KINDS = {"InstanceTypeCatalog": ("v1alpha1",)}
 """Our own documents that are no API objects: kept as plain dicts in the inventory."""
 
 
+@view
 class NodeEnforcementReportObject(KubeObject):
     """The agent's per-node report as an API object (cluster-scoped custom resource)."""
 
@@ -103,3 +104,52 @@ def parse_object(raw: dict, keep_raw: bool = True) -> KubeObject | dict | None:
         return model.from_raw(raw, keep_raw)
     except ValidationError as exc:
         raise InputError(f"{describe(raw)}: {format_validation_error(exc)}") from None
+
+
+# -- list pages straight from JSON ------------------------------------------------------------
+
+@view
+class _ListMeta(View):
+    continue_: str | None = Field(default=None, alias="continue")
+
+
+class _Envelope(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    metadata: _ListMeta = Field(default_factory=_ListMeta)
+
+
+_ENVELOPE = TypeAdapter(_Envelope)
+_PAGES: dict[type[KubeObject], TypeAdapter] = {}
+
+
+def list_continue(data: bytes) -> str | None:
+    """The ``continue`` token of one list page, read without building its items; raises
+    :class:`InputError` when the page is not a JSON object."""
+    try:
+        return _ENVELOPE.validate_json(data).metadata.continue_ or None
+    except ValidationError:
+        raise InputError("the server did not answer with a JSON object") from None
+
+
+def parse_page(model: type[KubeObject], data: bytes, api_version: str) -> list[KubeObject] | None:
+    """Every item of one list page parsed straight from JSON into ``model`` (no intermediate
+    dicts, none of the fields the model ignores kept): the fast path, for pages in the model's
+    own API version where every item is valid. ``None`` sends the page to the tolerant path
+    (:func:`parse_object` per item), which keeps what it can and names what it drops."""
+    if model.GROUP == OWN_GROUP or split_api_version(api_version)[1] != model.VERSIONS[0]:
+        return None  # older versions are normalized first; our own report stays a dict
+    adapter = _PAGES.get(model)
+    if adapter is None:
+        page = create_model(f"{model.__name__}Page", __config__=ConfigDict(extra="ignore"),
+                            items=(list[model] | None, None))
+        adapter = _PAGES[model] = TypeAdapter(page)
+    try:
+        items = adapter.validate_json(data).items or []
+    except ValidationError:
+        return None
+    for obj in items:
+        if not obj.metadata.name:
+            return None
+        object.__setattr__(obj, "api_version", api_version)  # as the tolerant path sets them from the list
+        object.__setattr__(obj, "kind", model.KIND)
+    return items

@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 
 from pydantic import Field
 
-from kubectl_dra.model.base import Condition, KubeObject, Qty, ResourceList, View
+from kubectl_dra.model.base import Condition, KubeObject, Qty, ResourceList, View, view
 
 RESOURCE_GROUP = "resource.k8s.io"
 RESOURCE_VERSIONS = ("v1", "v1beta2", "v1beta1")
@@ -24,10 +24,12 @@ _EXACT_FIELDS = ("deviceClassName", "selectors", "allocationMode", "count", "adm
 
 # ---- claims -------------------------------------------------------------------------------
 
+@view
 class CapacityRequirements(View):
     requests: ResourceList = Field(default_factory=dict)
 
 
+@view
 class ExactDeviceRequest(View):
     device_class_name: str = ""
     selectors: list[dict[str, Any]] = Field(default_factory=list)
@@ -37,26 +39,31 @@ class ExactDeviceRequest(View):
     capacity: CapacityRequirements | None = None
 
 
+@view
 class DeviceSubRequest(ExactDeviceRequest):
     name: str
 
 
+@view
 class DeviceRequest(View):
     name: str
     exactly: ExactDeviceRequest | None = None
     first_available: list[DeviceSubRequest] = Field(default_factory=list)
 
 
+@view
 class DeviceClaim(View):
     requests: list[DeviceRequest] = Field(default_factory=list)
     constraints: list[dict[str, Any]] = Field(default_factory=list)
     config: list[dict[str, Any]] = Field(default_factory=list)
 
 
+@view
 class ResourceClaimSpec(View):
     devices: DeviceClaim = Field(default_factory=DeviceClaim)
 
 
+@view
 class DeviceRequestAllocationResult(View):
     request: str
     driver: str
@@ -71,11 +78,13 @@ class DeviceRequestAllocationResult(View):
         return (self.driver, self.pool, self.device)
 
 
+@view
 class DeviceAllocationResult(View):
     results: list[DeviceRequestAllocationResult] = Field(default_factory=list)
     config: list[dict[str, Any]] = Field(default_factory=list)
 
 
+@view
 class AllocationResult(View):
     devices: DeviceAllocationResult = Field(default_factory=DeviceAllocationResult)
     node_selector: dict[str, Any] | None = None
@@ -91,6 +100,7 @@ class AllocationResult(View):
         return None
 
 
+@view
 class ResourceClaimConsumerReference(View):
     api_group: str = ""
     resource: str = ""
@@ -106,12 +116,14 @@ class ResourceClaimConsumerReference(View):
         return self.api_group == "scheduling.k8s.io" and self.resource == "podgroups"
 
 
+@view
 class NetworkDeviceData(View):
     interface_name: str | None = None
     ips: list[str] = Field(default_factory=list)
     hardware_address: str | None = None
 
 
+@view
 class AllocatedDeviceStatus(View):
     driver: str
     pool: str
@@ -122,6 +134,7 @@ class AllocatedDeviceStatus(View):
     network_data: NetworkDeviceData | None = None
 
 
+@view
 class ResourceClaimStatus(View):
     allocation: AllocationResult | None = None
     reserved_for: list[ResourceClaimConsumerReference] = Field(default_factory=list)
@@ -151,6 +164,7 @@ def _normalize_claim_spec(spec: dict | None) -> dict | None:
     return spec
 
 
+@view
 class ResourceClaim(KubeObject):
     KIND: ClassVar[str] = "ResourceClaim"
     GROUP: ClassVar[str] = RESOURCE_GROUP
@@ -193,11 +207,13 @@ class ResourceClaim(KubeObject):
         return self.status.allocation.node_name() if self.status.allocation else None
 
 
+@view
 class ResourceClaimTemplateSpec(View):
     metadata: dict[str, Any] = Field(default_factory=dict)
     spec: ResourceClaimSpec = Field(default_factory=ResourceClaimSpec)
 
 
+@view
 class ResourceClaimTemplate(KubeObject):
     KIND: ClassVar[str] = "ResourceClaimTemplate"
     GROUP: ClassVar[str] = RESOURCE_GROUP
@@ -216,6 +232,7 @@ class ResourceClaimTemplate(KubeObject):
 
 # ---- slices -------------------------------------------------------------------------------
 
+@view
 class DeviceAttribute(View):
     int_: int | None = Field(default=None, alias="int")
     bool_: bool | None = Field(default=None, alias="bool")
@@ -231,22 +248,26 @@ class DeviceAttribute(View):
         return None
 
 
+@view
 class DeviceCapacity(View):
     value: Qty
     request_policy: dict[str, Any] | None = None
 
 
+@view
 class NodeAllocatableMapping(View):
     capacity_key: str | None = None
     capacity_multiplier: Qty | None = None
     device_multiplier: Qty | None = None
 
 
+@view
 class NodeAllocatableOverhead(View):
     per_pod: Qty | None = None
     per_container: Qty | None = None
 
 
+@view
 class NodeAllocatableResource(View):
     """1.37 ``Device.nodeAllocatableResources[resource]``."""
 
@@ -254,6 +275,7 @@ class NodeAllocatableResource(View):
     overhead: NodeAllocatableOverhead | None = None
 
 
+@view
 class NodeAllocatableResourceMapping(View):
     """1.36 ``Device.nodeAllocatableResourceMappings[resource]`` (tombstoned in 1.37)."""
 
@@ -261,6 +283,7 @@ class NodeAllocatableResourceMapping(View):
     allocation_multiplier: Qty | None = None
 
 
+@view
 class Device(View):
     name: str
     attributes: dict[str, DeviceAttribute] = Field(default_factory=dict)
@@ -280,12 +303,14 @@ class Device(View):
         return bool(self.node_allocatable_resources or self.node_allocatable_resource_mappings)
 
 
+@view
 class ResourcePool(View):
     name: str = ""
     generation: int = 0
     resource_slice_count: int = 1
 
 
+@view
 class ResourceSliceSpec(View):
     driver: str = ""
     pool: ResourcePool = Field(default_factory=ResourcePool)
@@ -309,6 +334,7 @@ def _normalize_device(data: Any) -> Any:
     return data
 
 
+@view
 class ResourceSlice(KubeObject):
     KIND: ClassVar[str] = "ResourceSlice"
     GROUP: ClassVar[str] = RESOURCE_GROUP
@@ -335,12 +361,14 @@ class ResourceSlice(KubeObject):
         return []
 
 
+@view
 class DeviceClassSpec(View):
     selectors: list[dict[str, Any]] = Field(default_factory=list)
     config: list[dict[str, Any]] = Field(default_factory=list)
     extended_resource_name: str | None = None
 
 
+@view
 class DeviceClass(KubeObject):
     KIND: ClassVar[str] = "DeviceClass"
     GROUP: ClassVar[str] = RESOURCE_GROUP

@@ -6,31 +6,36 @@ from typing import ClassVar
 
 from pydantic import Field
 
-from kubectl_dra.model.base import Condition, KubeObject, View
+from kubectl_dra.model.base import Condition, KubeObject, View, view
 
 SCHEDULING_GROUP = "scheduling.k8s.io"
 
 
+@view
 class PodGroupResourceClaim(View):
     name: str
     resource_claim_name: str | None = None
     resource_claim_template_name: str | None = None
 
 
+@view
 class PodGroupResourceClaimStatus(View):
     name: str
     resource_claim_name: str | None = None
 
 
+@view
 class PodGroupSpec(View):
     resource_claims: list[PodGroupResourceClaim] = Field(default_factory=list)
 
 
+@view
 class PodGroupStatus(View):
     resource_claim_statuses: list[PodGroupResourceClaimStatus] = Field(default_factory=list)
     conditions: list[Condition] = Field(default_factory=list)
 
 
+@view
 class PodGroup(KubeObject):
     KIND: ClassVar[str] = "PodGroup"
     GROUP: ClassVar[str] = SCHEDULING_GROUP

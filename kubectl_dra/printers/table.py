@@ -27,11 +27,10 @@ def cell(value: object, empty: str = NONE) -> str:
     if value is None:
         return UNSET
     if isinstance(value, (list, tuple)):
-        text = ",".join(str(v) for v in value)
+        text = ",".join(map(str, value))
     else:
         text = str(value)
-    text = re.sub(r"\s+", "-", text.strip())
-    return text or empty
+    return "-".join(text.split()) or empty  # runs of whitespace -> "-", ends trimmed
 
 
 def scalar(value: object) -> str:
@@ -57,18 +56,23 @@ def render(columns: Sequence[Column], rows: Sequence[Sequence[str]], *, wide: bo
     table += [[row[i] for i in keep] for row in rows]
     if not table:
         return ""
-    widths = [max(len(_ANSI.sub("", r[j])) for r in table) for j in range(len(keep))]
+    widths = [max(map(_width, column)) for column in zip(*table)]
+    last = len(keep) - 1
     lines = []
     for n, r in enumerate(table):
-        parts = []
-        for j, text in enumerate(r):
-            last = j == len(keep) - 1
-            padded = text if last else text + " " * (widths[j] - len(_ANSI.sub("", text)) + 3)
-            if colorize and (n > 0 or no_headers):
-                padded = padded.replace(text, colorize(keep[j], text), 1)
-            parts.append(padded)
-        lines.append("".join(parts).rstrip())
+        if colorize is None or (n == 0 and not no_headers):
+            line = "".join(text + " " * (widths[j] - _width(text) + 3) if j < last else text
+                           for j, text in enumerate(r))
+        else:
+            line = "".join((colorize(keep[j], text) + " " * (widths[j] - _width(text) + 3)) if j < last
+                           else colorize(keep[j], text) for j, text in enumerate(r))
+        lines.append(line.rstrip())
     return "\n".join(lines) + "\n"
+
+
+def _width(text: str) -> int:
+    """Printed width: colour codes take no room."""
+    return len(_ANSI.sub("", text)) if "\x1b" in text else len(text)
 
 
 def human_age(created: datetime | None, now: datetime) -> str:

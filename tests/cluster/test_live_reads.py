@@ -66,8 +66,8 @@ def test_claims_all_namespaces_one_list_call_per_kind(live, dra):
     assert rows["web-gpu-k2x9z"][0] == "default"
     assert rows["spare"][2:6] == ["pending", "<none>", "<none>", "<none>"]
     events = plane.requests_since(mark, ADMIN)
-    assert sorted(e["verb"] for e in events) == ["list", "list"], "one list per kind, no per-object GET"
-    assert sorted(paths(events)) == ["/api/v1/pods", "/apis/resource.k8s.io/v1/resourceclaims"]
+    assert [e["verb"] for e in events] == ["list"], "one list, no per-object GET; the plain table needs no pods"
+    assert paths(events) == ["/apis/resource.k8s.io/v1/resourceclaims"]
     assert all(query(e)["limit"] == "500" for e in events)
 
 
@@ -78,8 +78,12 @@ def test_namespace_from_context_and_flag_before_command(live, dra):
     assert result.exit_code == 0, result
     assert result.stdout.splitlines() == ["resourceclaim.resource.k8s.io/spare",
                                           "resourceclaim.resource.k8s.io/trainer-gpus"]
-    assert set(paths(plane.requests_since(mark, ADMIN))) == {"/apis/resource.k8s.io/v1/namespaces/ml/resourceclaims",
-                                                             "/api/v1/namespaces/ml/pods"}
+    assert set(paths(plane.requests_since(mark, ADMIN))) == {"/apis/resource.k8s.io/v1/namespaces/ml/resourceclaims"}
+    wide = plane.audit_mark()
+    assert dra("--kubeconfig", kubeconfig, "claims", "-o", "wide").exit_code == 0
+    assert set(paths(plane.requests_since(wide, ADMIN))) == {
+        "/apis/resource.k8s.io/v1/namespaces/ml/resourceclaims", "/api/v1/namespaces/ml/pods",
+        "/apis/resource.k8s.io/v1/resourceslices", "/apis/scheduling.k8s.io/v1beta1/namespaces/ml/podgroups"}
     result = dra("claims", "--kubeconfig", kubeconfig, "-n", "default", "--no-headers")
     assert result.stdout.split()[:2] == ["web-gpu-k2x9z", "allocated,reserved"]
 
@@ -111,7 +115,9 @@ def test_forbidden_kind_gives_partial_result_and_names_the_permission(live, dra,
         "subjects": [{"kind": "ServiceAccount", "name": "claims-only", "namespace": "default"}]})
     token = plane.service_account_token("default", "claims-only")
     kubeconfig = str(plane.kubeconfig(tmp_path / "limited", token=token, user="claims-only"))
-    result = dra("claims", "--kubeconfig", kubeconfig, "-A")
+    plain = dra("claims", "--kubeconfig", kubeconfig, "-A")
+    assert plain.exit_code == 0 and plain.stderr == "", "the plain table needs no pods"
+    result = dra("claims", "--kubeconfig", kubeconfig, "-A", "-o", "wide")
     assert result.exit_code == 4, result
     assert "trainer-gpus" in result.stdout  # claims are still listed
     assert "cannot list pods" in result.stderr and "forbidden" in result.stderr
@@ -160,7 +166,7 @@ def test_impersonation_reaches_the_server(live, dra):
     plane, kubeconfig = live
     mark = plane.audit_mark()
     result = dra("claims", "--kubeconfig", kubeconfig, "--as", "alice", "--as-group", "sre", "--as-group", "oncall")
-    assert 'User "alice" cannot list resource "pods"' in result.stderr  # alice may read nothing here
+    assert 'User "alice" cannot list resource "resourceclaims"' in result.stderr  # alice may read nothing here
     assert result.exit_code == 3 and result.stdout == "", "nothing could be read: not an empty (partial) list"
     assert result.stderr.splitlines()[-1] == "error: nothing to show: ResourceClaim objects could not be read (see above)"
     impersonated = [e for e in plane.requests_since(mark) if e.get("impersonatedUser")]
@@ -191,6 +197,9 @@ def test_explain_claim_live_reads_each_kind_once(live, dra):
     assert all(e["verb"] == "list" for e in events)
     [claims] = [e for e in events if e["objectRef"]["resource"] == "resourceclaims"]
     assert query(claims)["fieldSelector"] == "metadata.name=trainer-gpus"
+    [slices] = [e for e in events if e["objectRef"]["resource"] == "resourceslices"]
+    # only the pool its devices came from, not every slice in the cluster
+    assert query(slices)["fieldSelector"] == "spec.driver=gpu.example.com,spec.pool.name=worker-1"
 
 
 def test_explain_missing_claim(live, dra):
