@@ -112,9 +112,9 @@ class Quantity:
 
     @classmethod
     def _make(cls, nanos: int, fmt: Format) -> Quantity:
-        q = object.__new__(cls)
-        object.__setattr__(q, "_nanos", nanos)
-        object.__setattr__(q, "_format", fmt)
+        q = _new(cls)
+        _set_nanos(q, nanos)  # the slots' own descriptors: immutable to everyone else
+        _set_format(q, fmt)
         return q
 
     # -- construction -------------------------------------------------------------------------
@@ -166,12 +166,14 @@ class Quantity:
 
     def scaled_value(self, scale: int) -> int:
         """value / 10^scale rounded away from zero (upstream ``ScaledValue``), never overflowing."""
+        nanos = self._nanos
         shift = 9 + scale
         if shift <= 0:
-            return self._nanos * 10**-shift
-        if self._nanos and shift > len(str(abs(self._nanos))):
-            return self.sign()  # below one unit: rounds away from zero to one
-        return _round_away(self._nanos, 10**shift)
+            return nanos * 10**-shift
+        whole, rest = divmod(-nanos if nanos < 0 else nanos, 10**shift)
+        if rest:
+            whole += 1  # away from zero: below one unit is one
+        return -whole if nanos < 0 else whole
 
     def value(self) -> int:
         """Whole units rounded away from zero (upstream ``Value``: 1.2 -> 2, -1.2 -> -2)."""
@@ -265,6 +267,11 @@ class Quantity:
     # Besides quantities, only the int 0 is accepted, as the identity sum() starts from.
 
     def __add__(self, other: object) -> Quantity:
+        if type(other) is Quantity:  # the hot path of every sum of requests
+            q = _new(Quantity)
+            _set_nanos(q, self._nanos + other._nanos)
+            _set_format(q, self._format if self._nanos else other._format)
+            return q
         if isinstance(other, Quantity):
             fmt = self._format if self._nanos else other._format
             return Quantity._make(self._nanos + other._nanos, fmt)
@@ -306,6 +313,11 @@ class Quantity:
         if isinstance(other, Quantity):  # pragma: no cover - __mul__ handles Quantity * Quantity
             return NotImplemented
         return self.__mul__(other)
+
+
+_new = object.__new__
+_set_nanos = Quantity._nanos.__set__  # type: ignore[attr-defined]
+_set_format = Quantity._format.__set__  # type: ignore[attr-defined]
 
 
 def in_one_unit(values: "list[Quantity]") -> list[str]:

@@ -28,8 +28,8 @@ MAX_BACKOFF = 60.0
 
 def node_requests(node: str) -> list[ReadRequest]:
     """Only this node's pods (fieldSelector) and its Node object: two list calls per scan."""
-    return [ReadRequest(Pod, None, field_selector=f"spec.nodeName={node}"),
-            ReadRequest(Node, field_selector=f"metadata.name={node}", required=False)]
+    return [ReadRequest(Pod, None, field_selector=f"spec.nodeName={node}", keep_raw=False),
+            ReadRequest(Node, field_selector=f"metadata.name={node}", required=False, keep_raw=False)]
 
 
 def choose_node(given: str | None, environ) -> tuple[str, str]:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -43,13 +42,24 @@ def timed(cmd: list[str], env: dict | None = None) -> tuple[float, float, int, s
 
 
 def bench_help(runs: int) -> None:
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        subprocess.run([str(BIN / "kubectl-dra"), "--help"], capture_output=True)
-        times.append(time.perf_counter() - start)
-    print(f"kubectl dra --help: median {statistics.median(times) * 1000:.0f} ms, "
-          f"min {min(times) * 1000:.0f} ms over {runs} runs")
+    sys.path.insert(0, str(ROOT / "tests"))
+    from k8s_build import kubectl_path
+
+    def median_ms(cmd: list[str]) -> float:
+        times = []
+        for _ in range(runs):
+            start = time.perf_counter()
+            subprocess.run(cmd, capture_output=True)
+            times.append(time.perf_counter() - start)
+        return statistics.median(times) * 1000
+
+    ours = median_ms([str(BIN / "kubectl-dra"), "--help"])
+    line = f"kubectl dra --help: median {ours:.0f} ms over {runs} runs"
+    kubectl = kubectl_path()
+    if kubectl:
+        theirs = median_ms([kubectl, "--help"])
+        line += f" = {ours / theirs:.1f}x kubectl --help ({theirs:.0f} ms)"
+    print(line)
 
 
 def build_cluster(n_claims: int, n_pods: int) -> list[dict]:
@@ -70,29 +80,55 @@ def build_cluster(n_claims: int, n_pods: int) -> list[dict]:
     return objects
 
 
-def bench_cluster(n_claims: int, n_pods: int, tmp: Path) -> None:
-    objects = build_cluster(n_claims, n_pods)
-    with FakeAPIServer(objects) as server:
-        kubeconfig = tmp / "kubeconfig"
-        kubeconfig.write_text(
-            "apiVersion: v1\nkind: Config\ncurrent-context: b\n"
-            f"clusters: [{{name: b, cluster: {{server: '{server.url}'}}}}]\n"
-            "users: [{name: b, user: {token: t}}]\n"
-            "contexts: [{name: b, context: {cluster: b, user: b, namespace: ns-7}}]\n")
-        env = {**os.environ, "KUBECONFIG": str(kubeconfig)}
-        for label, args in [("claims -A", ["claims", "-A", "-o", "wide"]),
-                            ("explain claim", ["explain", "claim", "claim-7", "-n", "ns-7", "-o", "json"])]:
-            server.requests.clear()
-            wall, cpu, peak, done = timed([str(BIN / "kubectl-dra"), *args], env)
-            if done.returncode != 0:
-                print(f"{label}: exit {done.returncode}: {done.stderr.strip()[:300]}")
-                continue
-            lists = server.list_requests()
-            kinds = sorted({r.resource for r in lists})
-            print(f"{label} over {n_claims} claims / {n_pods} pods: {wall:.2f} s wall (incl. the local fake "
-                  f"API server), {cpu:.2f} s CPU in kubectl-dra, peak {peak} MiB, "
-                  f"{len(lists)} list requests (pages) for {len(kinds)} kinds {kinds}, "
-                  f"{len(done.stdout.splitlines())} output lines")
+def bench_cluster(sizes: list[int], runs: int, tmp: Path) -> None:
+    """``claims -A`` (plain and wide) and ``explain claim`` at cluster scale, each beside kubectl
+    reading the same server (``kubectl get resourceclaims -A``; for explain, ``kubectl get`` of the
+    kinds it reads in the claim's namespace), when a kubectl is found. Two pods per claim, half of
+    them with a claim. Wall (the server's time included, the same for both), CPU and peak RSS of the
+    command, medians of ``runs``. The server runs in its own process (scripts/bench_server.py)."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from k8s_build import kubectl_path
+
+    kubectl = kubectl_path()
+    if kubectl is None:
+        print("claims at scale: no kubectl found (scripts/build-control-plane, or one on PATH): ours only")
+    print(f"{'claims':>7} {'command':44} {'wall s':>7} {'CPU s':>6} {'RSS MiB':>8}   vs kubectl (wall, RSS)")
+    for n_claims in sizes:
+        serving = subprocess.Popen([sys.executable, str(ROOT / "scripts" / "bench_server.py"), str(n_claims)],
+                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        try:
+            url = serving.stdout.readline().strip()
+            kubeconfig = tmp / f"kubeconfig-{n_claims}"
+            kubeconfig.write_text(
+                "apiVersion: v1\nkind: Config\ncurrent-context: b\n"
+                f"clusters: [{{name: b, cluster: {{server: '{url}'}}}}]\n"
+                "users: [{name: b, user: {token: t}}]\n"
+                "contexts: [{name: b, context: {cluster: b, user: b, namespace: ns-7}}]\n")
+            env = {**os.environ, "KUBECONFIG": str(kubeconfig)}
+            cases = [("claims -A", ["claims", "-A"], ["get", "resourceclaims", "-A"]),
+                     ("claims -A -o wide", ["claims", "-A", "-o", "wide"], ["get", "resourceclaims", "-A"]),
+                     ("explain claim claim-7 -n ns-7", ["explain", "claim", "claim-7", "-n", "ns-7"],
+                      ["get", "resourceclaims,pods,resourceslices,deviceclasses", "-n", "ns-7"])]
+            theirs: dict[tuple, tuple[float, float, float]] = {}
+            for label, ours, kube_args in cases:
+                mine = [timed([str(BIN / "kubectl-dra"), *ours], env) for _ in range(runs)]
+                if mine[-1][3].returncode != 0:
+                    print(f"{n_claims:>7} {label:44} exit {mine[-1][3].returncode}: {mine[-1][3].stderr.strip()[:200]}")
+                    continue
+                wall, cpu, rss = (statistics.median(m[i] for m in mine) for i in range(3))
+                line = f"{n_claims:>7} {label:44} {wall:7.2f} {cpu:6.2f} {rss:8.0f}"
+                if kubectl is not None:
+                    key = tuple(kube_args)
+                    if key not in theirs:
+                        got = [timed([kubectl, *kube_args], env) for _ in range(runs)]
+                        theirs[key] = tuple(statistics.median(g[i] for g in got) for i in range(3))
+                    k_wall, k_cpu, k_rss = theirs[key]
+                    line += (f"   {wall / k_wall:4.2f}x, {rss / k_rss:4.2f}x  (kubectl {' '.join(kube_args)}: "
+                             f"{k_wall:.2f} s, {k_cpu:.2f} s CPU, {k_rss:.0f} MiB)")
+                print(line, flush=True)
+        finally:
+            serving.stdin.close()
+            serving.wait(timeout=60)
 
 
 def bench_prediction(n_pods: int) -> None:
@@ -112,74 +148,108 @@ def bench_prediction(n_pods: int) -> None:
                              entries=[entry("x", ["c0", "c1"], {"cpu": f"{1 + i % 8}"},
                                             {"memory": ("1Gi", "512Mi")})]))
     options = NodeOptions()
-    start = time.perf_counter()
-    files = 0
-    for pod in pods:
-        prediction = predict_pod(pod, entries_of(pod), options)
-        files += len(prediction.pod.files) + sum(len(c.files) for c in prediction.containers)
-    wall = time.perf_counter() - start
-    print(f"cgroup prediction: {n_pods} pods (3 containers each, one DRA claim) in {wall:.2f} s = "
-          f"{n_pods / wall:.0f} pods/s, {files} files predicted")
+    import gc
+
+    best, files = 0.0, 0
+    gc.disable()  # as every command and the agent predict: with the collector paused
+    try:
+        for _ in range(3):  # the best of three passes over all pods, on one core
+            start = time.process_time()
+            files = 0
+            for each in pods:
+                prediction = predict_pod(each, entries_of(each), options)
+                files += len(prediction.pod.files) + sum(len(c.files) for c in prediction.containers)
+            best = max(best, n_pods / (time.process_time() - start))
+    finally:
+        gc.enable()
+    print(f"cgroup prediction: {n_pods} pods (3 containers each, one DRA claim, values only as the agent asks): "
+          f"{best:.0f} pods/s on one core (goal >= 20000), {files} files predicted per pass")
 
 
 def bench_agent_scan(n_pods: int = 250, containers: int = 4) -> None:
-    """dra-node-agent scan over a tree of n_pods x containers, against simply reading the same files."""
+    """The agent's scan of one node (n_pods x containers), against reading exactly the same files.
+
+    In-process, after a warm-up of the imports: the first scan (every pod predicted), a rescan
+    (unchanged pods are not predicted again), and a plain Python read of the files the scan read
+    (recorded from the scan). Then the real ``dra-node-agent scan --once`` against a local API server
+    serving those pods, for the process's peak RSS.
+    """
     import tempfile
+
+    import yaml
 
     sys.path.insert(0, str(ROOT / "tests"))
     from cgroup_tree import build_tree, set_file
     from podspec import ctr, entry
 
     from kubectl_dra.cgroups.options import NodeOptions
-    from kubectl_dra.model.inventory import Inventory
     from kubectl_dra.model.registry import parse_object
 
-    pods = []
+    raws = []
     for i in range(n_pods):
         uid = f"{i:08d}-0000-4000-8000-000000000000"
         cs = [ctr(f"c{j}", {"cpu": "500m", "memory": "1Gi"}, {"cpu": "1", "memory": "2Gi"} if j % 2 else {},
                   claims=["x"]) for j in range(containers)]
-        raw = {"apiVersion": "v1", "kind": "Pod",
-               "metadata": {"name": f"p{i}", "namespace": "ns", "uid": uid, "resourceVersion": str(1000 + i)},
-               "spec": {"nodeName": "n1", "containers": cs, "resourceClaims": [{"name": "x", "resourceClaimName": "x"}]},
-               "status": {"phase": "Running",
-                          "containerStatuses": [{"name": c["name"], "containerID": f"containerd://{i:032d}{j:032d}",
-                                                 "state": {"running": {}}} for j, c in enumerate(cs)],
-                          "nodeAllocatableResourceClaimStatuses": [
-                              entry("x", [c["name"] for c in cs], {"cpu": "2"}, {"memory": ("1Gi", "256Mi")})]}}
-        pods.append(parse_object(raw))
+        raws.append({"apiVersion": "v1", "kind": "Pod",
+                     "metadata": {"name": f"p{i}", "namespace": "ns", "uid": uid, "resourceVersion": str(1000 + i),
+                                  "creationTimestamp": "2026-11-20T08:00:00Z"},
+                     "spec": {"nodeName": "n1", "containers": cs,
+                              "resourceClaims": [{"name": "x", "resourceClaimName": "x"}]},
+                     "status": {"phase": "Running", "qosClass": "Burstable",
+                                "containerStatuses": [{"name": c["name"], "containerID": f"containerd://{i:032d}{j:032d}",
+                                                       "state": {"running": {}}} for j, c in enumerate(cs)],
+                                "nodeAllocatableResourceClaimStatuses": [
+                                    entry("x", [c["name"] for c in cs], {"cpu": "2"}, {"memory": ("1Gi", "256Mi")})]}})
+    pods = [parse_object(r) for r in raws]
+    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
+            "status": {"allocatable": {"cpu": "64", "memory": "256Gi", "pods": "300"},
+                       "nodeInfo": {"containerRuntimeVersion": "containerd://2.1.0"}}}
     planted = {(f"p{i}", "c1") for i in range(0, n_pods, 50)}
     with tempfile.TemporaryDirectory() as tmp:
         dirs = build_tree(Path(tmp), pods, NodeOptions())
         for key in planted:
             set_file(dirs[key], "memory.max", str(2 << 30))  # the container limit without its DRA amounts
         snapshot = Path(tmp) / "pods.yaml"
-        import yaml
-
-        snapshot.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": [p.raw for p in pods]}))
-        files = sum(1 for d in dirs.values() for f in d.iterdir() if f.name != "cgroup.procs")
+        snapshot.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": [*raws, node]}))
         code = (
-            "import resource,sys,time;from pathlib import Path;"
+            "import sys,time,gc;from pathlib import Path;"
             "from kubectl_dra.kube.snapshot import load_snapshot;from node_agent.cgroupfs import CgroupFS;"
             "from node_agent.scan import scan;"
             f"inv=load_snapshot(Path({str(snapshot)!r}));fs=CgroupFS({tmp + '/fs/cgroup'!r});"
+            "read=[];orig=fs.read\n"
+            "def rec(rel,files):\n read.append((rel,list(files)));return orig(rel,files)\n"
+            "fs.read=rec;scan('n1',inv,fs,{});fs.read=orig\n"  # warm-up: schemas built, caches filled
             "cache={};c0=time.process_time();r=scan('n1',inv,fs,{},cache=cache);c1=time.process_time();"
             "s0=time.process_time();scan('n1',inv,fs,{},cache=cache);s1=time.process_time();"
-            "paths=[(fs.root/p.cgroup) for p in r.status.pods];"
-            "t0=time.process_time();"
-            "[open(f).read() for d in sorted(fs.root.rglob('*')) if d.is_file() and d.name!='cgroup.procs' "
-            "and 'kubepods' in str(d) for f in [d]];t1=time.process_time();"
-            "print(r.status.summary.diverged, round((c1-c0)*1000,1), round((s1-s0)*1000,1), round((t1-t0)*1000,1),"
-            " [int(l.split()[1])//1024 for l in open('/proc/self/status') if l.startswith('VmHWM')][0])")
+            "root=fs.root_text;t0=time.process_time()\n"
+            "for rel,files in read:\n"
+            " for name in files:\n"
+            "  try:\n   open(root+'/'+rel+'/'+name).read()\n"
+            "  except OSError: pass\n"
+            "t1=time.process_time();"
+            "print(r.status.summary.diverged,round((c1-c0)*1000,1),round((s1-s0)*1000,1),round((t1-t0)*1000,1),"
+            "sum(len(f) for _,f in read))")
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
         if out.returncode:
             print("agent scan failed:", out.stderr[-500:])
             return
-        diverged, scan_ms, steady_ms, read_ms, rss = out.stdout.split()
-        print(f"agent scan: {n_pods} pods x {containers} containers ({files} files): {scan_ms} ms CPU for the first "
-              f"scan, {steady_ms} ms CPU for a rescan (unchanged pods are not predicted again), "
-              f"{read_ms} ms CPU to walk and read the same tree naively, peak RSS (VmHWM) {rss} MiB (process incl. imports "
-              f"and the pod list), {diverged} pods diverged (planted {len(planted)})")
+        diverged, scan_ms, rescan_ms, read_ms, files = out.stdout.split()
+        with FakeAPIServer([*raws, node]) as server:
+            kubeconfig = Path(tmp) / "kubeconfig"
+            kubeconfig.write_text(
+                "apiVersion: v1\nkind: Config\ncurrent-context: b\n"
+                f"clusters: [{{name: b, cluster: {{server: '{server.url}'}}}}]\n"
+                "users: [{name: b, user: {token: t}}]\n"
+                "contexts: [{name: b, context: {cluster: b, user: b}}]\n")
+            wall, cpu, peak, done = timed([str(BIN / "dra-node-agent"), "scan", "--once", "--node", "n1",
+                                           "--cgroup-root", tmp + "/fs/cgroup", "--kubeconfig", str(kubeconfig),
+                                           "-o", "json"])
+        scan_f, rescan_f, read_f = float(scan_ms), float(rescan_ms), float(read_ms)
+        print(f"agent scan: {n_pods} pods x {containers} containers, {files} files read: first scan {scan_ms} ms CPU "
+              f"= {scan_f / read_f:.2f}x a plain Python read of the same files ({read_ms} ms; goal <= 1.2x), "
+              f"rescan {rescan_ms} ms = {rescan_f / read_f:.2f}x (goal <= 0.5x); {diverged} pods diverged "
+              f"(planted {len(planted)}). dra-node-agent scan --once against a local API server: {wall:.2f} s wall, "
+              f"{cpu:.2f} s CPU, peak RSS {peak} MiB (goal <= 50), exit {done.returncode}")
 
 
 def bench_verify(n_reports: int, pods_per_node: int, tmp: Path) -> None:
@@ -222,20 +292,21 @@ def bench_verify(n_reports: int, pods_per_node: int, tmp: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--claims", type=int, default=5000)
-    parser.add_argument("--pods", type=int, default=10000)
-    parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--sizes", default="1000,5000,20000,50000",
+                        help="claim counts for the list benchmarks (two pods per claim)")
+    parser.add_argument("--runs", type=int, default=3, help="runs per command at each size (median)")
+    parser.add_argument("--help-runs", type=int, default=20)
     parser.add_argument("--predict-pods", type=int, default=10000)
     parser.add_argument("--reports", type=int, default=5000)
     args = parser.parse_args()
-    bench_help(args.runs)
+    bench_help(args.help_runs)
     bench_prediction(args.predict_pods)
     bench_agent_scan()
     import tempfile
 
     with tempfile.TemporaryDirectory() as tmp:
         bench_verify(args.reports, 10, Path(tmp))
-        bench_cluster(args.claims, args.pods, Path(tmp))
+        bench_cluster([int(n) for n in args.sizes.split(",") if n], args.runs, Path(tmp))
     subprocess.run([sys.executable, str(ROOT / "scripts" / "bench_overlays.py")])
 
 

@@ -9,12 +9,13 @@ can be compared.
 
 from __future__ import annotations
 
+import dataclasses
 import re
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
-from kubectl_dra.document import Finding, Part
+from kubectl_dra.document import Finding, part
 from kubectl_dra.model.base import Qty
 from kubectl_dra.model.inventory import Inventory
 from kubectl_dra.model.pod import NodeAllocatableClaimStatus, Pod
@@ -24,21 +25,31 @@ from kubectl_dra.quantity import Quantity
 ALLOWED_RESOURCE = re.compile(r"^(cpu|memory|hugepages-.+)$")
 
 
-class Overhead(Part):
+@part
+class Overhead:
     per_pod: Qty | None = None
     per_container: Qty | None = None
 
 
-class ClaimEntry(Part):
-    """One claim's node-allocatable amounts, in the 1.37 shape (1.36 ``resources`` kept apart)."""
+@part
+class ClaimEntry:
+    """One claim's node-allocatable amounts, in the 1.37 shape (1.36 ``resources`` kept apart).
+    Built from already validated objects, so a plain slotted dataclass."""
 
     name: str  # the ResourceClaim object name
     pod_claim_name: str | None = None
-    containers: list[str] = Field(default_factory=list)
-    mapping: dict[str, Qty] = Field(default_factory=dict)
-    overhead: dict[str, Overhead] = Field(default_factory=dict)
-    resources: dict[str, Qty] = Field(default_factory=dict)  # 1.36 alpha shape: no kubelet effect
+    containers: list[str] = dataclasses.field(default_factory=list)
+    mapping: dict[str, Qty] = dataclasses.field(default_factory=dict)
+    overhead: dict[str, Overhead] = dataclasses.field(default_factory=dict)
+    resources: dict[str, Qty] = dataclasses.field(default_factory=dict)  # 1.36 alpha shape: no kubelet effect
     source: Literal["podStatus", "computed"] = "podStatus"
+    _each: Annotated[dict | None, Field(exclude=True)] = dataclasses.field(default=None, repr=False, compare=False)
+
+    def per_container(self) -> dict[str, Quantity]:
+        """What each listed container's limit gains, per resource (computed once)."""
+        if self._each is None:
+            self._each = {r: q for r in self.resource_names() if (q := self.container_total(r)) is not None}
+        return self._each
 
     @property
     def generation(self) -> str:

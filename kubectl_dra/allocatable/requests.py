@@ -34,12 +34,14 @@ def is_hugepages(name: str) -> bool:
 
 def add_into(target: Resources, other: Mapping[str, Quantity]) -> None:
     for name, q in other.items():
-        target[name] = target[name] + q if name in target else q
+        have = target.get(name)
+        target[name] = q if have is None else have + q
 
 
 def max_into(target: Resources, other: Mapping[str, Quantity]) -> None:
     for name, q in other.items():
-        if name not in target or q > target[name]:
+        have = target.get(name)
+        if have is None or q > have:
             target[name] = q
 
 
@@ -121,9 +123,6 @@ def container_dra(entries: Iterable[ClaimEntry], container: str) -> Resources:
     total: Resources = {}
     for entry in entries:
         if container in entry.containers:
-            for resource in entry.resource_names():
-                amount = entry.container_total(resource)
-                if amount is not None:
-                    add_into(total, {resource: amount})
+            add_into(total, entry.per_container())
     return total
 

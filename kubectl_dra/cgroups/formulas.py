@@ -6,6 +6,7 @@ place that uses floats, because runc/crun compute it in floating point too.
 
 from __future__ import annotations
 
+import functools
 import math
 
 MIN_SHARES = 2
@@ -93,6 +94,7 @@ def page_rounded(value: int, page: int = PAGE_SIZE) -> int:
     return value // page * page
 
 
+@functools.lru_cache(maxsize=64)
 def hugepage_size_name(size_bytes: int) -> str:
     """Bytes -> the kernel's hugetlb file infix: 2097152 -> "2MB", 1073741824 -> "1GB"."""
     units = ["B", "KB", "MB", "GB", "TB", "PB"]

@@ -7,9 +7,11 @@ come only from the recorded 1.37 claim entries, as the kubelet reads nothing els
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import hashlib
 import math
-from typing import Iterable
+from typing import Annotated, Iterable
 
 from pydantic import Field
 
@@ -19,36 +21,41 @@ from kubectl_dra.cgroups import formulas as f
 from kubectl_dra.cgroups.options import NodeOptions
 from kubectl_dra.cgroups.paths import container_cgroup, pod_cgroup
 from kubectl_dra.cgroups.qos import pod_level_resources_set, qos_class
-from kubectl_dra.document import Part
+from kubectl_dra.document import part
 from kubectl_dra.model.pod import Container, Pod
 from kubectl_dra.quantity import Quantity
 
 UNLIMITED_POD_PERIOD = f.DEFAULT_PERIOD  # the kubelet writes no period: the kernel default shows
 
 
-class CgroupFiles(Part):
+@part
+class CgroupFiles:
     path: str
-    files: dict[str, str] = Field(default_factory=dict)
-    because: dict[str, str] = Field(default_factory=dict)
+    files: dict[str, str] = dataclasses.field(default_factory=dict)
+    because: dict[str, str] = dataclasses.field(default_factory=dict)
+    explained: Annotated[bool, Field(exclude=True)] = True  # False: values only (callers skip formatting reasons)
 
-    def set(self, name: str, value: str, reason: str) -> None:
+    def set(self, name: str, value: str, reason: str | bool) -> None:
         self.files[name] = value
-        self.because[name] = reason
+        if self.explained:
+            self.because[name] = reason
 
 
+@part
 class ContainerCgroup(CgroupFiles):
     name: str
     type: str  # container | init | sidecar
     container_id: str | None = None
     shares: int = 2  # the CRI CpuShares the runtime converts to cpu.weight
-    cri_hugepages: dict[str, str] = Field(default_factory=dict)  # what the kubelet asks for, per hugetlb file
+    cri_hugepages: dict[str, str] = dataclasses.field(default_factory=dict)  # what the kubelet asks for, per file
 
 
-class PodCgroups(Part):
+@part
+class PodCgroups:
     qos_class: str
     pod: CgroupFiles
-    containers: list[ContainerCgroup] = Field(default_factory=list)
-    exclusive_cpus: dict[str, str] = Field(default_factory=dict)  # container -> cpuset ("" = policy rule)
+    containers: list[ContainerCgroup] = dataclasses.field(default_factory=list)
+    exclusive_cpus: dict[str, str] = dataclasses.field(default_factory=dict)  # container -> cpuset ("" = policy)
     unknown: str | None = None  # why no value can be predicted (an invalid field of the pod)
 
     def fingerprint(self) -> str:
@@ -58,19 +65,32 @@ class PodCgroups(Part):
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+@functools.lru_cache(maxsize=64)
+def page_size(name: str) -> int | None:
+    """Bytes per page of a ``hugepages-<size>`` resource name; None when the size is malformed."""
+    try:
+        size = Quantity.parse(name[len("hugepages-"):]).value()
+    except ValueError:
+        return None
+    return size if size > 0 else None
+
+
+@functools.lru_cache(maxsize=16)
+def _hugetlb_files(sizes: tuple[int, ...]) -> tuple[tuple[int, str, str, str], ...]:
+    """(size, name, its .max file, its .rsvd.max file) per host page size."""
+    return tuple((size, name, f"hugetlb.{name}.max", f"hugetlb.{name}.rsvd.max")
+                 for size in sizes for name in (f.hugepage_size_name(size),))
+
+
 def hugepage_limits(resources: dict[str, Quantity]) -> dict[int, int]:
     """HugePageLimits: {page size bytes: bytes}, equal sizes summed, malformed names ignored."""
     limits: dict[int, int] = {}
     for name, q in resources.items():
         if not is_hugepages(name):
             continue
-        try:
-            size = Quantity.parse(name[len("hugepages-"):]).value()
-        except ValueError:
-            continue
-        if size <= 0:
-            continue
-        limits[size] = limits.get(size, 0) + q.value()
+        size = page_size(name)
+        if size is not None:
+            limits[size] = limits.get(size, 0) + q.value()
     return limits
 
 
@@ -136,9 +156,11 @@ def _total(amounts: dict[str, Quantity], dra: dict[str, Quantity], name: str) ->
 
 
 def predict_pod(pod: Pod, entries: Iterable[ClaimEntry], options: NodeOptions,
-                exclusive: dict[str, str] | None = None) -> PodCgroups:
+                exclusive: dict[str, str] | None = None, explain: bool = False) -> PodCgroups:
     """``exclusive``: the kubelet's exclusive cpusets of this pod's containers (cpu_manager_state),
-    when known; otherwise the static policy's rule decides (``--cpu-manager-policy``)."""
+    when known; otherwise the static policy's rule decides (``--cpu-manager-policy``). ``explain``
+    also gives the reason for each value (``because``); the agent, checking every pod of a node
+    against its files, needs only the values."""
     kubelet_entries = [e for e in entries if e.generation == "v1.37"] if options.kubelet_dra else []
     qos = qos_class(pod)
     path = pod_cgroup(qos, pod.uid, options.cgroup_driver, options.kubelet_cgroup_root)
@@ -150,34 +172,39 @@ def predict_pod(pod: Pod, entries: Iterable[ClaimEntry], options: NodeOptions,
                           unknown=f"the pod has invalid fields ({', '.join(invalid)}): its cgroup values cannot be "
                                   "computed")
     pinned = exclusive_cpus(pod, options, exclusive)
-    result = PodCgroups(qos_class=qos, pod=_pod_files(pod, qos, path, kubelet_entries, options, pinned),
+    result = PodCgroups(qos_class=qos, pod=_pod_files(pod, qos, path, kubelet_entries, options, pinned, explain),
                         exclusive_cpus=pinned)
+    plr_limits = pod.spec.resources.limits if pod_level_resources_set(pod) else None
     for container, kind in _containers(pod):
-        result.containers.append(_container_files(pod, container, kind, path, kubelet_entries, options, pinned))
+        result.containers.append(_container_files(pod, container, kind, path, kubelet_entries, options, pinned,
+                                                  explain, plr_limits))
     return result
 
 
-def _container_hugepages(pod: Pod, limits, plr_limits, dra) -> tuple[dict[int, int], dict[int, str]]:
+def _container_hugepages(pod: Pod, limits, plr_limits, dra, explain: bool) -> tuple[dict[int, int], dict[int, str]]:
     """GetHugepageLimitsFromResources (1.37): the pod-level limit a container inherits, its own limit
     over it, then DRA: added to an own limit, the whole value where neither limit exists, nothing
     where only the pod-level limit exists."""
     pages: dict[int, int] = {}
     why: dict[int, str] = {}
+    if not any(map(is_hugepages, limits)) and not any(map(is_hugepages, plr_limits or ())) \
+            and not any(map(is_hugepages, dra)):
+        return pages, why  # the common case: no huge pages anywhere
     own = hugepage_limits(limits)
     for size, value in hugepage_limits(plr_limits or {}).items():
         if size not in own:
-            pages[size], why[size] = value, f"no own limit: pod-level limit {value}"
+            pages[size], why[size] = value, explain and f"no own limit: pod-level limit {value}"
     for size, value in own.items():
-        pages[size], why[size] = value, f"limit {value}"
+        pages[size], why[size] = value, explain and f"limit {value}"
     plr_sizes = set(hugepage_limits(plr_limits or {}))
     for size, amount in hugepage_limits({k: v for k, v in dra.items() if is_hugepages(k)}).items():
         if size in own:
             pages[size] += amount
-            why[size] += f" + DRA {amount}"
+            why[size] = explain and why[size] + f" + DRA {amount}"
         elif size not in plr_sizes:
-            pages[size], why[size] = amount, f"no limit: the DRA amount {amount}"
+            pages[size], why[size] = amount, explain and f"no limit: the DRA amount {amount}"
         else:
-            why[size] += f" (DRA {amount} not added)"
+            why[size] = explain and why[size] + f" (DRA {amount} not added)"
     return pages, why
 
 
@@ -189,11 +216,14 @@ def _containers(pod: Pod):
 
 
 def _pod_files(pod: Pod, qos: str, path: str, entries: list[ClaimEntry], options: NodeOptions,
-               pinned: dict[str, str]) -> CgroupFiles:
-    files = CgroupFiles(path=path)
-    spec_req, spec_lim = pod_requests(pod), pod_limits(pod)
+               pinned: dict[str, str], explain: bool) -> CgroupFiles:
+    files = CgroupFiles(path=path, explained=explain)
     req, lim = pod_requests(pod, entries), pod_limits(pod, entries)
-    dra_req, dra_lim = difference(req, spec_req), difference(lim, spec_lim)
+    if explain or not entries:  # what DRA adds appears in reasons only
+        spec_req, spec_lim = (pod_requests(pod), pod_limits(pod)) if entries else (req, lim)
+        dra_req, dra_lim = difference(req, spec_req), difference(lim, spec_lim)
+    else:
+        spec_req = spec_lim = dra_req = dra_lim = {}
     plr = pod.spec.resources
     plr_note = lambda name, kind: " (pod-level resources: DRA not added)" if plr and name in getattr(plr, kind) else ""  # noqa: E731
     cpu_declared, memory_declared = limits_declared(pod)
@@ -206,57 +236,56 @@ def _pod_files(pod: Pod, qos: str, path: str, entries: list[ClaimEntry], options
         milli = req["cpu"].milli_value() if "cpu" in req else 0
         shares = f.milli_cpu_to_shares(milli)
         files.set("cpu.weight", str(f.weight_linear(shares)),
-                  f"requests {_total(req, dra_req, 'cpu')}{plr_note('cpu', 'requests')} -> shares {shares} "
-                  "-> kubelet's linear weight")
+                  explain and f"requests {_total(req, dra_req, 'cpu')}{plr_note('cpu', 'requests')} -> shares "
+                  f"{shares} -> kubelet's linear weight")
 
     if (qos == "Guaranteed" or (qos == "Burstable" and cpu_declared)) and not options.cpu_cfs_quota:
         files.set("cpu.max", f.cpu_max(-1, period), "cpuCFSQuota is false: the kubelet enforces no pod quota")
     elif (qos == "Guaranteed" or (qos == "Burstable" and cpu_declared)) and pinned:
         files.set("cpu.max", f.cpu_max(-1, period),
-                  f"exclusive CPUs ({', '.join(sorted(pinned))}): DisableCPUQuotaWithExclusiveCPUs leaves the pod "
-                  "without quota (set when the pod cgroup is created)")
+                  explain and f"exclusive CPUs ({', '.join(sorted(pinned))}): DisableCPUQuotaWithExclusiveCPUs leaves "
+                  "the pod without quota (set when the pod cgroup is created)")
     elif qos == "Guaranteed" or (qos == "Burstable" and cpu_declared):
         milli = lim["cpu"].milli_value() if "cpu" in lim else 0
         quota = f.milli_cpu_to_quota(milli, period)
         files.set("cpu.max", f.cpu_max(quota, period),
-                  f"limits {_total(lim, dra_lim, 'cpu')}{plr_note('cpu', 'limits')} x period {period}us")
+                  explain and f"limits {_total(lim, dra_lim, 'cpu')}{plr_note('cpu', 'limits')} x period {period}us")
     else:
         files.set("cpu.max", f.cpu_max(-1, UNLIMITED_POD_PERIOD),
-                  "not every container has a cpu limit: the kubelet sets no pod quota"
+                  explain and "not every container has a cpu limit: the kubelet sets no pod quota"
                   + (f" (DRA cpu {dra_req['cpu']} not enforced)" if "cpu" in dra_req else ""))
 
     if qos == "Guaranteed" or (qos == "Burstable" and memory_declared):
         value = lim["memory"].value() if "memory" in lim else 0
         files.set("memory.max", str(value) if value > 0 else "max",
-                  f"limits {_total(lim, dra_lim, 'memory')}{plr_note('memory', 'limits')}")
+                  explain and f"limits {_total(lim, dra_lim, 'memory')}{plr_note('memory', 'limits')}")
     else:
-        files.set("memory.max", "max", "not every container has a memory limit: no pod memory limit"
+        files.set("memory.max", "max", explain and "not every container has a memory limit: no pod memory limit"
                   + (f" (DRA memory {dra_req['memory']} not enforced)" if "memory" in dra_req else ""))
 
     pages = hugepage_limits(req)
     spec_pages = hugepage_limits(spec_req)
-    for size in options.hugepage_sizes:
-        name = f.hugepage_size_name(size)
+    for size, name, _, _ in _hugetlb_files(tuple(options.hugepage_sizes)):
         value = pages.get(size, 0)
-        reason = (f"requests {value} bytes of {name} pages" + (
+        reason = explain and (f"requests {value} bytes of {name} pages" + (
             f" (DRA {value - spec_pages.get(size, 0)})" if value != spec_pages.get(size, 0) else "")
             if value else f"no {name} pages requested")
         files.set(f"hugetlb.{name}.max", str(value), reason)
         files.set(f"hugetlb.{name}.rsvd.max", str(value), "same value as .max (opencontainers/cgroups)")
 
     if options.memory_qos != "off":
-        _pod_memory_qos(files, pod, qos, req, options)
+        _pod_memory_qos(files, pod, qos, req, options, explain)
     return files
 
 
-def _pod_memory_qos(files: CgroupFiles, pod: Pod, qos: str, req, options: NodeOptions) -> None:
+def _pod_memory_qos(files: CgroupFiles, pod: Pod, qos: str, req, options: NodeOptions, explain: bool) -> None:
     """ResourceConfigForPod (memory.min/low, TieredReservation; before 1.36 memory.min) and
     ApplyPodLevelMemoryHigh (memory.high, only for pods with pod-level resources)."""
     request = req["memory"].value() if "memory" in req else 0
     if request and options.memory_qos == "tiered" and qos in ("Guaranteed", "Burstable"):
         name = "memory.min" if qos == "Guaranteed" else "memory.low"
-        files.set(name, str(request), f"Memory QoS (TieredReservation): {qos} pod -> {name} = memory requests "
-                                      "incl. DRA")
+        files.set(name, str(request), explain and f"Memory QoS (TieredReservation): {qos} pod -> {name} = memory "
+                                                  "requests incl. DRA")
     elif request and options.memory_qos == "legacy":
         files.set("memory.min", str(request), "Memory QoS (kubelets before 1.36): memory requests incl. DRA")
     if not pod_level_resources_set(pod):
@@ -273,7 +302,7 @@ def _pod_memory_qos(files: CgroupFiles, pod: Pod, qos: str, req, options: NodeOp
         return
     high = _memory_high(request, limit, options)
     if high > request:
-        files.set("memory.high", str(high), f"Memory QoS, pod-level resources: request + "
+        files.set("memory.high", str(high), explain and f"Memory QoS, pod-level resources: request + "
                                             f"{options.memory_throttling_factor} x (limit - request), whole pages")
 
 
@@ -285,7 +314,7 @@ def _memory_high(request: int, limit: int, options: NodeOptions) -> int:
 
 
 def _container_memory_qos(out: ContainerCgroup, pod: Pod, container: Container, dra, plr_limits,
-                          options: NodeOptions) -> None:
+                          options: NodeOptions, explain: bool) -> None:
     """generateLinuxContainerResources with enforceMemoryQoS (1.37)."""
     request = container.resources.requests.get("memory")
     request = request.value() if request is not None else 0
@@ -298,8 +327,8 @@ def _container_memory_qos(out: ContainerCgroup, pod: Pod, container: Container, 
         guaranteed = qos_class(pod) == "Guaranteed"
         name = "memory.min" if guaranteed else "memory.low"
         kind = "Guaranteed" if guaranteed else "not Guaranteed"
-        out.set(name, str(request), f"Memory QoS (TieredReservation): {kind} pod -> {name} = memory request "
-                                    "(DRA not added)")
+        out.set(name, str(request), explain and f"Memory QoS (TieredReservation): {kind} pod -> {name} = memory "
+                                                "request (DRA not added)")
     else:
         reason = "Memory QoS (reservation policy None): no memory protection"
         out.set("memory.min", "0", reason)
@@ -318,37 +347,38 @@ def _container_memory_qos(out: ContainerCgroup, pod: Pod, container: Container, 
         limit, source = options.node_allocatable_memory, "node allocatable memory (no limit)"
     high = _memory_high(request, limit, options)
     if high and high > request:
-        out.set("memory.high", str(high), f"Memory QoS: request + {options.memory_throttling_factor} x "
-                                          f"({source} - request), whole pages")
+        out.set("memory.high", str(high), explain and f"Memory QoS: request + {options.memory_throttling_factor} x "
+                                                      f"({source} - request), whole pages")
 
 
 def _container_files(pod: Pod, container: Container, kind: str, pod_path: str, entries: list[ClaimEntry],
-                     options: NodeOptions, pinned: dict[str, str]) -> ContainerCgroup:
+                     options: NodeOptions, pinned: dict[str, str], explain: bool,
+                     plr_limits: dict[str, Quantity] | None) -> ContainerCgroup:
     status = pod.container_status(container.name)
     runtime_id = status.runtime_and_id if status else None
     cid = runtime_id[1] if runtime_id else None
     path = container_cgroup(pod_path, cid, options.cgroup_driver, options.runtime) if cid else \
         container_cgroup(pod_path, "<container-id>", options.cgroup_driver, options.runtime)
-    out = ContainerCgroup(name=container.name, type=kind, container_id=cid, path=path)
+    out = ContainerCgroup(name=container.name, type=kind, container_id=cid, path=path, explained=explain)
     requests, limits = container.resources.requests, container.resources.limits
-    dra = container_dra(entries, container.name)
-    plr_limits = pod.spec.resources.limits if pod_level_resources_set(pod) else None
+    dra = container_dra(entries, container.name) if entries else {}
     period = options.cpu_cfs_period
     formula = f.WEIGHT_FORMULAS[options.weight_formula]
 
     # generateLinuxContainerResources: no cpu request -> the cpu limit without DRA (its own, else the
     # pod-level one it inherits), so a container under pod-level resources is weighted by the pod limit
     if "cpu" in requests:
-        shares, source = f.milli_cpu_to_shares(requests["cpu"].milli_value()), f"request {requests['cpu']}"
+        shares, source = f.milli_cpu_to_shares(requests["cpu"].milli_value()), explain and f"request {requests['cpu']}"
     elif "cpu" in limits and not limits["cpu"].is_zero():
-        shares, source = f.milli_cpu_to_shares(limits["cpu"].milli_value()), f"no request: limit {limits['cpu']}"
+        shares = f.milli_cpu_to_shares(limits["cpu"].milli_value())
+        source = explain and f"no request: limit {limits['cpu']}"
     elif plr_limits is not None and "cpu" in plr_limits:
         shares = f.milli_cpu_to_shares(plr_limits["cpu"].milli_value())
-        source = f"no request or limit: the pod-level limit {plr_limits['cpu']} it inherits"
+        source = explain and f"no request or limit: the pod-level limit {plr_limits['cpu']} it inherits"
     else:
         shares, source = f.MIN_SHARES, "no request or limit"
     out.shares = shares
-    out.set("cpu.weight", str(formula(shares)),
+    out.set("cpu.weight", str(formula(shares)), explain and
             f"{source} -> shares {shares} -> {options.weight_formula} weight (runtime); DRA never adds cpu shares")
 
     for resource, file in (("cpu", "cpu.max"), ("memory", "memory.max")):
@@ -356,41 +386,42 @@ def _container_files(pod: Pod, container: Container, kind: str, pod_path: str, e
         fallback = plr_limits.get(resource) if plr_limits is not None else None
         if own is not None and not own.is_zero():
             total = own + dra[resource] if resource in dra else own
-            reason = f"limit {own}{_dra_note(dra, resource)}"
+            reason = explain and f"limit {own}{_dra_note(dra, resource)}"
         elif fallback is not None:
-            total, reason = fallback, f"no own limit: pod-level limit {fallback} (DRA not added)"
+            total, reason = fallback, explain and f"no own limit: pod-level limit {fallback} (DRA not added)"
         else:
             total = None
-            reason = f"no {resource} limit: unlimited" + (f" (DRA {dra[resource]} ignored)" if resource in dra else "")
+            reason = explain and (f"no {resource} limit: unlimited"
+                                  + (f" (DRA {dra[resource]} ignored)" if resource in dra else ""))
         if resource == "cpu":
             if not options.cpu_cfs_quota:
                 out.set(file, f.cpu_max(-1, f.DEFAULT_PERIOD),
                         "cpuCFSQuota is false: the kubelet sends no quota and the kernel default stays")
             elif container.name in pinned:
                 cpus = f" {pinned[container.name]}" if pinned[container.name] else ""
-                out.set(file, f.cpu_max(-1, period),
+                out.set(file, f.cpu_max(-1, period), explain and
                         f"exclusive CPUs{cpus} (static CPU manager): DisableCPUQuotaWithExclusiveCPUs sends quota -1")
             else:
                 quota = f.milli_cpu_to_quota(total.milli_value(), period) if total is not None else 0
-                out.set(file, f.cpu_max(quota, period), reason + (f" x period {period}us" if quota else ""))
+                out.set(file, f.cpu_max(quota, period), explain and reason + (f" x period {period}us" if quota else ""))
         else:
             value = total.value() if total is not None else 0
             out.set(file, str(value) if value > 0 else "max", reason)
 
-    pages, why = _container_hugepages(pod, limits, plr_limits, dra)
-    for size in options.hugepage_sizes:
-        name = f.hugepage_size_name(size)
-        value = pages.get(size, 0)
-        reason = why.get(size, f"no {name} pages: 0")
-        if not options.applies_container_hugetlb:
+    pages, why = _container_hugepages(pod, limits, plr_limits, dra, explain)
+    rsvd = options.writes_rsvd
+    for size, name, max_file, rsvd_file in _hugetlb_files(tuple(options.hugepage_sizes)):
+        value = str(pages.get(size, 0))
+        reason = explain and why.get(size, f"no {name} pages: 0")
+        if explain and not options.applies_container_hugetlb:
             reason += " (sent to the runtime, which does not apply it: the file reads max)"
-        out.set(f"hugetlb.{name}.max", str(value), reason)
-        out.cri_hugepages[f"hugetlb.{name}.max"] = str(value)
-        if options.writes_rsvd:
-            out.set(f"hugetlb.{name}.rsvd.max", str(value), "runc writes .rsvd.max with the same value")
-            out.cri_hugepages[f"hugetlb.{name}.rsvd.max"] = str(value)
+        out.set(max_file, value, reason)
+        out.cri_hugepages[max_file] = value
+        if rsvd:
+            out.set(rsvd_file, value, "runc writes .rsvd.max with the same value")
+            out.cri_hugepages[rsvd_file] = value
 
     if options.memory_qos != "off":
-        _container_memory_qos(out, pod, container, dra, plr_limits, options)
+        _container_memory_qos(out, pod, container, dra, plr_limits, options, explain)
     return out
 

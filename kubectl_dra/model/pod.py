@@ -167,6 +167,7 @@ class PodStatus(View):
     extended_resource_claim_status: ExtendedResourceClaimStatus | None = None
     container_statuses: list[ContainerStatus] = Field(default_factory=list)
     init_container_statuses: list[ContainerStatus] = Field(default_factory=list)
+    resize: str | None = None  # deprecated since 1.33 (PodResizePending/InProgress conditions), still set by older kubelets
 
 
 @view
@@ -196,7 +197,7 @@ class Pod(KubeObject):
     def invalid_resource_fields(self) -> list[str]:
         """Invalid fields that requests, limits and cgroup values are computed from: while any
         exists, those numbers are unknown (never guessed from what is left)."""
-        return self.invalid_under(*self.RESOURCE_FIELDS)
+        return self.invalid_under(*self.RESOURCE_FIELDS) if self.invalid_fields else []
 
     @property
     def pod_group_name(self) -> str | None:

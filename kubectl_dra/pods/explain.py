@@ -166,7 +166,7 @@ def explain_pod(pod: Pod, inventory: Inventory, options: NodeOptions,
 
     status_entries = list(recorded.values())
     kubelet_entries = [e for e in status_entries if e.generation == "v1.37" and e.name in objects]
-    prediction = predict_pod(pod, kubelet_entries, options)
+    prediction = predict_pod(pod, kubelet_entries, options, explain=True)
     if prediction.unknown:
         add("PodValuesUnknown", "warning", f"{prediction.unknown}; fix the object (see the problems on stderr)")
         scheduler = SchedulerView(note=f"unknown: {prediction.unknown}")

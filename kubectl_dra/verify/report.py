@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Literal
 
 from pydantic import Field
 
-from kubectl_dra.document import API_VERSION, Part
+from kubectl_dra.document import API_VERSION, Part, part
 
 Verdict = Literal["Match", "Diverged", "Unknown"]
 Severity = Literal["error", "warning", "info"]
 
 
-class Divergence(Part):
+@part
+class Divergence:
     scope: Literal["pod", "container"]
     container: str | None = None
     file: str
@@ -23,17 +25,18 @@ class Divergence(Part):
     message: str = ""
 
 
-class PodVerdict(Part):
+@part
+class PodVerdict:
     namespace: str
     name: str
     uid: str
     verdict: Verdict
-    divergences: list[Divergence] = Field(default_factory=list)
+    divergences: list[Divergence] = dataclasses.field(default_factory=list)
     cgroup: str | None = None  # the pod cgroup path that was read
     expected_hash: str | None = None  # of the prediction used: a changed pod predicts differently
     stale: bool = False  # set by verify: the pod changed since observedAt, so this verdict is not trusted
-    processes: dict[str, list[str]] = Field(default_factory=dict)  # diverged container -> "pid name" inside it
-    exclusive_cpus: dict[str, str] = Field(default_factory=dict)  # container -> cpuset the prediction assumed
+    processes: dict[str, list[str]] = dataclasses.field(default_factory=dict)  # diverged container -> "pid name"
+    exclusive_cpus: dict[str, str] = dataclasses.field(default_factory=dict)  # container -> cpuset the prediction assumed
 
 
 class Summary(Part):

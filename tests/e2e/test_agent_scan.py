@@ -130,6 +130,18 @@ def test_resize_in_progress(tmp_path):
     assert causes(report, "burstable") == [("reranker", "cpu.max", "ResizePending")]
 
 
+def test_resize_pending_from_an_older_kubelet(tmp_path):
+    """Kubelets before 1.33 say so in status.resize (deprecated) instead of a condition; the agent
+    reads pods without their raw dicts, so the view must carry it."""
+    pods, dirs, fs = make(tmp_path)
+    raw = pods[1].raw
+    raw["status"]["resize"] = "InProgress"
+    pods[1] = parse_object(raw, keep_raw=False)
+    set_file(dirs[("burstable", "reranker")], "cpu.max", "300000 100000")
+    report = scan(NODE, inventory_of(pods), fs, {})
+    assert causes(report, "burstable") == [("reranker", "cpu.max", "ResizePending")]
+
+
 def test_missing_unreadable_and_unexplained(tmp_path):
     pods, dirs, fs = make(tmp_path)
     for child in dirs[("burstable", "reranker")].iterdir():

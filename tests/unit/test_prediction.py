@@ -431,8 +431,20 @@ def test_exact_assignments_win_over_the_policy_rule():
     options = NodeOptions(hugepage_sizes=[], cpu_manager_policy="static")
     none_pinned = predict_pod(pod, [], options, {})  # admitted before the policy changed: nothing pinned
     assert none_pinned.pod.files["cpu.max"] == "250000 100000" and none_pinned.exclusive_cpus == {}
-    pinned = predict_pod(pod, [], options, {"app": "1-2"})
+    pinned = predict_pod(pod, [], options, {"app": "1-2"}, explain=True)
     assert pinned.exclusive_cpus == {"app": "1-2"} and "exclusive CPUs 1-2" in pinned.containers[0].because["cpu.max"]
+
+
+def test_reasons_only_when_asked_and_the_values_do_not_depend_on_it():
+    """The agent asks for values only; explain pod for the reasons too. Same numbers either way."""
+    pod = spec_pod([ctr("app", R("2", "1Gi"), R("3", "2Gi"), claims=["x"]), ctr("side", R("500m", "256Mi"))],
+                   entries=[entry("x", ["app"], {"cpu": "1"}, {"memory": ("1Gi", "512Mi")})])
+    options = NodeOptions()
+    bare, told = predict_pod(pod, entries_of(pod), options), predict_pod(pod, entries_of(pod), options, explain=True)
+    assert bare.pod.files == told.pod.files and [c.files for c in bare.containers] == [c.files for c in told.containers]
+    assert bare.pod.because == {} and all(c.because == {} for c in bare.containers)
+    assert set(told.pod.because) == set(told.pod.files)
+    assert all(set(c.because) == set(c.files) and all(c.because.values()) for c in told.containers)
 
 
 def test_worked_example_d_cfs_period_and_quota_switch():
