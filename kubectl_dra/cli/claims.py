@@ -32,9 +32,10 @@ def claims(ctx: click.Context, kube, output, selector: str | None, only_findings
     \b
     Columns: NAMESPACE (with -A) NAME STATE NODE DEVICES RESERVED-FOR AGE;
     -o wide adds DRIVER POOL PODS GROUPS NODE-ALLOCATABLE FINDINGS. STATE is
-    kubectl's: pending, allocated, reserved, deleted. -o wide, -o json and
-    --findings also read ResourceSlices and PodGroups to find problems
-    (see `kubectl dra explain claim` for the details of one claim).
+    kubectl's: pending, allocated, reserved, deleted. The plain table reads
+    ResourceClaims only; -o wide, -o json and --findings also read Pods,
+    ResourceSlices and PodGroups to find problems (see `kubectl dra explain
+    claim` for the details of one claim).
 
     \b
     Examples:
