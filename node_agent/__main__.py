@@ -26,10 +26,17 @@ def agent_options(command):
     command = click.option("--node", default=None,
                            help="The node whose pods to check [default: $NODE_NAME, else this host's name if "
                                 "a Node has it].")(command)
+    command = click.option("--cdi-dir", "cdi_dirs", multiple=True, type=click.Path(), metavar="DIR",
+                           help="A CDI spec directory, repeatable, later ones win as in the runtime [default: "
+                                "/etc/cdi, /var/run/cdi]; used to check that every prepared device's CDI ID "
+                                "resolves (/host/etc/cdi and /host/var/run/cdi with manifests/node-dra-state).")(
+        command)
     command = click.option("--kubelet-root", default="/var/lib/kubelet", show_default=True, type=click.Path(),
-                           help="The kubelet's root directory, for cpu_manager_state (the CPU manager policy and "
-                                "exclusive CPUs); a missing file is fine (/host/var/lib/kubelet in the DaemonSet, "
-                                "with manifests/kubelet-state).")(command)
+                           help="The kubelet's root directory: cpu_manager_state (the CPU manager policy and "
+                                "exclusive CPUs), dra_manager_state (the claims it prepared) and "
+                                "pod-resources/kubelet.sock (its PodResources API). Each is optional: what is "
+                                "missing is skipped and said (/host/var/lib/kubelet in the DaemonSet, with "
+                                "manifests/kubelet-state or manifests/node-dra-state).")(command)
     command = click.option("--cgroup-root", default="/sys/fs/cgroup", show_default=True, type=click.Path(),
                            help="Where the host's cgroup v2 tree is mounted (/host/sys/fs/cgroup in the DaemonSet).")(
         command)
@@ -48,7 +55,7 @@ def agent_options(command):
               default="table", show_default=True)
 @click.option("--no-headers", is_flag=True)
 @click.pass_context
-def scan_command(ctx, kube, node_flags, node, kubelet_root, cgroup_root, sys_root, once, output_format,
+def scan_command(ctx, kube, node_flags, node, cdi_dirs, kubelet_root, cgroup_root, sys_root, once, output_format,
                  no_headers) -> None:
     """Compare every pod on the node with the prediction and print a NodeEnforcementReport.
 
@@ -64,7 +71,7 @@ def scan_command(ctx, kube, node_flags, node, kubelet_root, cgroup_root, sys_roo
     from node_agent.service import run_scan_once
 
     sys.exit(run_scan_once(kube, node_flags, node, cgroup_root, sys_root, output_format, no_headers,
-                           kubelet_root=kubelet_root))
+                           kubelet_root=kubelet_root, cdi_dirs=tuple(cdi_dirs) or None))
 
 
 @cli.command("run", epilog="The DaemonSet's command; see manifests/.")
@@ -80,7 +87,7 @@ def scan_command(ctx, kube, node_flags, node, kubelet_root, cgroup_root, sys_roo
                    "(needs the privileged overlay: hostPID and CAP_SYS_ADMIN).")
 @click.option("--proc-root", default="/proc", show_default=True, type=click.Path(),
               help="The host's /proc (for --check-network and process names).")
-def run_command(kube, node_flags, node, kubelet_root, cgroup_root, sys_root, listen, interval, publish,
+def run_command(kube, node_flags, node, cdi_dirs, kubelet_root, cgroup_root, sys_root, listen, interval, publish,
                 check_network, proc_root) -> None:
     """Run as the DaemonSet service: watch this node's pods, rescan on change and every
     --interval seconds, publish the report, Events and Prometheus metrics."""
@@ -89,7 +96,7 @@ def run_command(kube, node_flags, node, kubelet_root, cgroup_root, sys_root, lis
     name, _ = choose_node(node, os.environ)
     config = AgentConfig(node=name, cgroup_root=cgroup_root, sys_root=sys_root, listen=listen, interval=interval,
                          publish=publish, check_network=check_network, proc_root=proc_root, node_flags=node_flags,
-                         kubelet_root=kubelet_root)
+                         kubelet_root=kubelet_root, cdi_dirs=tuple(cdi_dirs) or None)
     sys.exit(Agent(config, kube).serve_forever())
 
 

@@ -23,6 +23,7 @@ from kubectl_dra.verify.compare import ObservedPod, compare_pod, override_eviden
 from kubectl_dra.verify.crosscheck import pods_on
 from kubectl_dra.verify.report import Divergence, NodeEnforcementReport, PodVerdict, ReportMetadata, ReportStatus
 from node_agent.cgroupfs import CgroupFS
+from kubectl_dra.nodestate.reconcile import NodeDRAState, reconcile
 from node_agent.kubeletstate import KubeletState
 
 NODE_LABEL = "kubectl-dra.io/node-name"
@@ -121,15 +122,22 @@ def _kubelet_cpuset(pod: Pod, container: str, options: NodeOptions, state) -> fr
 
 def scan(node_name: str, inventory: Inventory, fs: CgroupFS, given: dict[str, object],
          now: datetime | None = None, cache: dict | None = None, proc_root: str | None = None,
-         kubelet: KubeletState | None = None) -> NodeEnforcementReport:
+         kubelet: KubeletState | None = None, node_dra: NodeDRAState | None = None,
+         claims: dict | None = None) -> NodeEnforcementReport:
     """``cache`` (kept by the service between scans) holds predictions by pod UID, resourceVersion and
     options: a pod that did not change is not predicted again. ``kubelet``: what was read from the
-    kubelet's root directory (cpu_manager_state), when mounted."""
+    kubelet's root directory (cpu_manager_state), when mounted. ``node_dra``: the node's DRA state
+    (checkpoint, CDI, PodResources) and ``claims`` the API's answer for each claim it involves
+    (see :func:`kubectl_dra.nodestate.reconcile.reconcile`)."""
     observed_at = (now or datetime.now(timezone.utc)).strftime("%Y-%m-%dT%H:%M:%SZ")
     pods = pods_on(inventory, node_name)
     node = inventory.get(Node, None, node_name)
     report = NodeEnforcementReport(metadata=ReportMetadata(name=node_name, labels={NODE_LABEL: node_name}),
                                    status=ReportStatus(observed_at=observed_at, cgroup_version=fs.version()))
+    if node_dra is not None:  # independent of the cgroup version
+        report.status.sources = node_dra.sources
+        if node_dra.usable:
+            report.status.claims = reconcile(pods, claims or {}, node_dra)
     if report.status.cgroup_version != "v2":
         reason = {"hybrid": "this node runs cgroup v1 controllers (hybrid mode); only cgroup v2 is supported",
                   "v1": "this node runs cgroup v1; only cgroup v2 is supported",

@@ -32,6 +32,36 @@ def node_requests(node: str) -> list[ReadRequest]:
             ReadRequest(Node, field_selector=f"metadata.name={node}", required=False, keep_raw=False)]
 
 
+def read_claims(source, keys) -> tuple[dict, list[str]]:
+    """The API's answer for each claim the node involves: the object, None when the list came back
+    without it (it does not exist), or no entry when it could not be read. One small list per claim
+    (fieldSelector metadata.name), never every claim of the cluster."""
+    from kubectl_dra.model.resource import ResourceClaim
+
+    claims, problems = {}, []
+    for namespace, name in keys:
+        inventory = source.read([ReadRequest(ResourceClaim, namespace, field_selector=f"metadata.name={name}",
+                                             keep_raw=False)])
+        if "ResourceClaim" in inventory.read_kinds and not inventory.problems:
+            claims[(namespace, name)] = inventory.get(ResourceClaim, namespace, name)
+        else:
+            problems += [p.message for p in inventory.problems if p.message not in problems]
+    return claims, problems
+
+
+def node_dra_state(source, inventory: Inventory, node: str, kubelet_root: str | None, cdi_dirs):
+    """The node's DRA state and the API's claims it involves, plus what could not be read."""
+    from kubectl_dra.nodestate.reconcile import claim_keys_to_read
+    from kubectl_dra.verify.crosscheck import pods_on
+    from node_agent.nodedra import read_node_dra
+
+    state = read_node_dra(kubelet_root, cdi_dirs)
+    if not state.usable:
+        return state, {}, []
+    claims, problems = read_claims(source, claim_keys_to_read(pods_on(inventory, node), state))
+    return state, claims, problems
+
+
 def choose_node(given: str | None, environ) -> tuple[str, str]:
     """The node to check and where its name came from: --node, $NODE_NAME, or this host's name."""
     if given:
@@ -53,22 +83,22 @@ def check_node(inventory: Inventory, name: str, source: str, where: str) -> None
 
 
 def exit_code(report: NodeEnforcementReport) -> int:
-    """0 everything checked held (or nothing to check); 1 a divergence; 2 the scan could not tell
-    (cgroup v1, pods whose cgroups could not be read)."""
+    """0 everything checked held (or nothing to check); 1 a divergence or a claim finding (error or
+    warning); 2 the scan could not tell (cgroup v1, pods whose cgroups could not be read)."""
+    if report.status.summary.diverged or report.status.summary.claim_findings:
+        return 1
     if report.status.cgroup_version != "v2":
         return 2
-    if report.status.summary.diverged:
-        return 1
     return 2 if report.status.summary.unknown else 0
 
 
 def run_scan_once(kube, node_flags: dict, node: str | None, cgroup_root: str, sys_root: str | None,
                   output_format: str, no_headers: bool, env: Environment | None = None,
-                  kubelet_root: str | None = None) -> int:
+                  kubelet_root: str | None = None, cdi_dirs: tuple[str, ...] | None = None) -> int:
     from kubectl_dra.kube.sources import open_source
     from kubectl_dra.printers.problems import problem_lines
     from kubectl_dra.printers.documents import to_json, to_yaml
-    from kubectl_dra.printers.reports import divergence_table, options_lines, summary_line
+    from kubectl_dra.printers.reports import claims_table, divergence_table, options_lines, summary_line
     from kubectl_dra.printers.style import Style
 
     env = env or Environment()
@@ -81,7 +111,9 @@ def run_scan_once(kube, node_flags: dict, node: str | None, cgroup_root: str, sy
         inventory = opened.source.read(node_requests(name))
         check_node(inventory, name, source, opened.source.description)
         kubelet = read_kubelet_state(kubelet_root)
-        report = scan(name, inventory, CgroupFS(cgroup_root, sys_root), node_flags, kubelet=kubelet)
+        node_dra, claims, claim_problems = node_dra_state(opened.source, inventory, name, kubelet_root, cdi_dirs)
+        report = scan(name, inventory, CgroupFS(cgroup_root, sys_root), node_flags, kubelet=kubelet,
+                      node_dra=node_dra, claims=claims)
     except DRAError as exc:
         for line in problem_lines(inventory) if inventory is not None else ():
             env.error(line)
@@ -89,6 +121,11 @@ def run_scan_once(kube, node_flags: dict, node: str | None, cgroup_root: str, sy
         return 2
     for problem in kubelet.problems:
         env.error(f"warning: {problem}")
+    for source in report.status.sources:
+        if source.state in ("unreadable", "corrupt"):
+            env.error(f"{'error' if source.state == 'corrupt' else 'warning'}: {source.path}: {source.message}")
+    for problem in claim_problems:
+        env.error(f"warning: claims not compared with the node: {problem}")
     if output_format == "json":
         env.write(to_json(report))
     elif output_format == "yaml":
@@ -97,6 +134,9 @@ def run_scan_once(kube, node_flags: dict, node: str | None, cgroup_root: str, sy
         if report.status.cgroup_version == "v2":  # otherwise every pod would repeat the same reason
             env.write(divergence_table([report], no_headers=no_headers, wide=output_format == "wide",
                                        style=Style(env.use_color)))
+        if report.status.claims:
+            env.write(claims_table([report], no_headers=no_headers, wide=output_format == "wide",
+                                   style=Style(env.use_color)))
         env.write(summary_line([report]) + "\n")
         for line in options_lines([report]):
             env.write(line + "\n")
@@ -120,6 +160,7 @@ class AgentConfig:
     node_flags: dict = field(default_factory=dict)
     watch_timeout: float = 300.0
     kubelet_root: str | None = None
+    cdi_dirs: tuple[str, ...] | None = None
 
 
 class Agent:
@@ -161,8 +202,15 @@ class Agent:
             if problem not in self.said:  # once per agent, not once per scan
                 self.said.add(problem)
                 self.env.error(f"warning: {problem}")
+        node_dra, claims, claim_problems = node_dra_state(self.source, inventory, self.config.node,
+                                                          self.config.kubelet_root, self.config.cdi_dirs)
+        for problem in [*(f"{s.path}: {s.message}" for s in node_dra.sources if s.state in ("unreadable", "corrupt")),
+                        *(f"claims not compared with the node: {p}" for p in claim_problems)]:
+            if problem not in self.said:
+                self.said.add(problem)
+                self.env.error(f"warning: {problem}")
         report = scan(self.config.node, inventory, self.fs, self.config.node_flags, cache=self.predictions,
-                      proc_root=self.config.proc_root, kubelet=kubelet)
+                      proc_root=self.config.proc_root, kubelet=kubelet, node_dra=node_dra, claims=claims)
         if self.config.check_network:
             from node_agent.netns import check_network
 

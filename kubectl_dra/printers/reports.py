@@ -1,4 +1,5 @@
-"""NodeEnforcementReports as a divergence table and a summary (agent scan and ``kubectl dra verify``)."""
+"""NodeEnforcementReports as a divergence table, a table of the node's DRA claims, and a summary
+(agent scan and ``kubectl dra verify``)."""
 
 from __future__ import annotations
 
@@ -35,13 +36,43 @@ def divergence_table(reports: list[NodeEnforcementReport], *, no_headers: bool =
                   colorize=colorize if style and style.enabled else None)
 
 
+CLAIM_COLUMNS = [Column("NODE"), Column("NAMESPACE"), Column("CLAIM"), Column("PREPARED"), Column("PREPARED-FOR"),
+                 Column("DEVICES"), Column("FINDINGS"), Column("CDI-DEVICES", wide_only=True),
+                 Column("SOURCES", wide_only=True)]
+
+
+def claims_table(reports: list[NodeEnforcementReport], *, no_headers: bool = False, wide: bool = False,
+                 style: Style | None = None, only_findings: bool = False) -> str:
+    """The node's DRA claims (prepared or not, for whom, which devices), then each finding in words."""
+    rows, notes = [], []
+    for report in reports:
+        for claim in report.status.claims:
+            if only_findings and not claim.findings:
+                continue
+            prepared = "unknown" if claim.prepared is None else ("true" if claim.prepared else "false")
+            rows.append([report.metadata.name, claim.namespace, claim.name, prepared, claim.prepared_for,
+                         claim.devices, sorted({f.code for f in claim.findings}), claim.cdi_devices, claim.sources])
+            for finding in claim.findings:
+                code = style.severity(finding.severity, finding.code) if style and style.enabled else finding.code
+                notes.append(f"{report.metadata.name} {claim.namespace}/{claim.name}: {code} ({finding.severity}): "
+                             f"{finding.message}")
+    if not rows:
+        return ""
+    return render(CLAIM_COLUMNS, rows, no_headers=no_headers, wide=wide) + "".join(f"{n}\n" for n in notes)
+
+
 def summary_line(reports: list[NodeEnforcementReport]) -> str:
     """What was checked and how it came out, in the terms the exit code uses: stale verdicts (the
     pod changed since the scan) are neither match nor divergence."""
     pods = [p for r in reports for p in r.status.pods]
     nodes = plural(len(reports), "node")
+    claims = [c for r in reports for c in r.status.claims]
+    claims_part = ""
+    if claims:
+        found = sum(1 for c in claims for f in c.findings if f.severity != "info")
+        claims_part = f"; {plural(len(claims), 'claim')} compared with the node: {plural(found, 'finding')}"
     if not pods:
-        return f"{nodes}: no pods to check (nothing was verified)"
+        return f"{nodes}: no pods to check (nothing was verified){claims_part}"
     stale = [p for p in pods if p.stale]
     current = [p for p in pods if not p.stale]
     count = lambda verdict: sum(p.verdict == verdict for p in current)  # noqa: E731
@@ -49,7 +80,7 @@ def summary_line(reports: list[NodeEnforcementReport]) -> str:
             f"{count('Diverged')} diverged, {count('Unknown')} unknown")
     if stale:
         line += f", {len(stale)} stale (the pod changed since the scan: not trusted)"
-    return line
+    return line + claims_part
 
 
 def options_lines(reports: list[NodeEnforcementReport]) -> list[str]:

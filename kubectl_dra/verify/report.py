@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from kubectl_dra.document import API_VERSION, Part, part
+from kubectl_dra.document import API_VERSION, Finding, Part, part
 
 Verdict = Literal["Match", "Diverged", "Unknown"]
 Severity = Literal["error", "warning", "info"]
@@ -39,11 +39,41 @@ class PodVerdict:
     exclusive_cpus: dict[str, str] = dataclasses.field(default_factory=dict)  # container -> cpuset the prediction assumed
 
 
+@part
+class ClaimOnNode:
+    """One claim as this node holds it (the kubelet's checkpoint, its PodResources API) beside what
+    the API says; ``findings`` are where the two disagree."""
+
+    namespace: str
+    name: str
+    uid: str
+    api: Literal["read", "missing", "unread"] | None = None  # the API's answer for this claim
+    pods: list[str] = dataclasses.field(default_factory=list)  # pods on this node that use it (API)
+    prepared: bool | None = None  # None: no source could tell
+    prepared_for: list[str] = dataclasses.field(default_factory=list)  # namespace/name, or a UID for gone pods
+    devices: list[str] = dataclasses.field(default_factory=list)  # driver/pool/device as prepared
+    cdi_devices: list[str] = dataclasses.field(default_factory=list)
+    sources: list[str] = dataclasses.field(default_factory=list)  # checkpoint, podResources
+    findings: list[Finding] = dataclasses.field(default_factory=list)
+
+
+@part
+class NodeSource:
+    """One node-side source of DRA state and whether it could be used."""
+
+    name: Literal["draCheckpoint", "cdi", "podResources"]
+    path: str
+    state: Literal["read", "absent", "unreadable", "corrupt"]
+    message: str = ""
+
+
 class Summary(Part):
     pods: int = 0
     matched: int = 0
     diverged: int = 0
     unknown: int = 0
+    claims: int = 0
+    claim_findings: int = 0  # errors and warnings about claims (node-side DRA state)
 
 
 class ReportStatus(Part):
@@ -59,6 +89,8 @@ class ReportStatus(Part):
     node_options: dict = Field(default_factory=dict)  # everything the prediction used (for cross-checks)
     node_options_source: dict[str, str] = Field(default_factory=dict)  # option -> where its value came from
     unreported_pods: list[str] = Field(default_factory=list)  # set by verify: on the node now, not in the report
+    claims: list[ClaimOnNode] = Field(default_factory=list)  # node-side DRA state, when a source was read
+    sources: list[NodeSource] = Field(default_factory=list)  # the node's DRA sources and what came of each
 
 
 class ReportMetadata(Part):
@@ -77,7 +109,10 @@ class NodeEnforcementReport(Part):
         pods = self.status.pods
         self.status.summary = Summary(pods=len(pods), matched=sum(p.verdict == "Match" for p in pods),
                                       diverged=sum(p.verdict == "Diverged" for p in pods),
-                                      unknown=sum(p.verdict == "Unknown" for p in pods))
+                                      unknown=sum(p.verdict == "Unknown" for p in pods),
+                                      claims=len(self.status.claims),
+                                      claim_findings=sum(1 for c in self.status.claims for f in c.findings
+                                                         if f.severity != "info"))
         return self
 
     def trusted_divergences(self) -> int:
@@ -85,6 +120,9 @@ class NodeEnforcementReport(Part):
 
     def divergence_key(self) -> list:
         """What matters for republishing: everything but the observation time."""
-        return [(p.uid, p.verdict, [(d.scope, d.container, d.file, d.expected, d.observed, d.cause)
-                                    for d in p.divergences]) for p in self.status.pods]
+        return [[(p.uid, p.verdict, [(d.scope, d.container, d.file, d.expected, d.observed, d.cause)
+                                     for d in p.divergences]) for p in self.status.pods],
+                [(c.namespace, c.name, c.uid, c.prepared, c.prepared_for, c.devices, [(f.code, f.message) for f in c.findings])
+                 for c in self.status.claims],
+                [(s.name, s.state, s.message) for s in self.status.sources]]
 

@@ -86,7 +86,7 @@ def test_the_agent_does_its_job_with_exactly_its_role(installed):
     time.sleep(1.5)
     agent.stop.set()
     watcher.join(timeout=10)
-    assert report.status.summary.model_dump() == {"pods": 4, "matched": 3, "diverged": 1, "unknown": 0}
+    assert report.status.summary.model_dump() == {"pods": 4, "matched": 3, "diverged": 1, "unknown": 0, "claims": 0, "claim_findings": 0}
     stored = plane.request("GET", f"/apis/kubectl-dra.io/v1alpha1/nodeenforcementreports/{NODE}")
     assert stored["status"]["summary"]["diverged"] == 1  # written through the status subresource
     events = plane.request("GET", "/apis/events.k8s.io/v1/namespaces/ml/events")["items"]

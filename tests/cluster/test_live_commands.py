@@ -122,7 +122,7 @@ def test_agent_report_events_dedup_and_endpoints(tmp_path_factory):
         by_agent = plane.requests_since(mark, ADMIN)  # before the test's own reads below
         assert report.status.summary.diverged == 1
         stored = plane.request("GET", f"/apis/kubectl-dra.io/v1alpha1/nodeenforcementreports/{NODE}")
-        assert stored["status"]["summary"] == {"pods": 4, "matched": 3, "diverged": 1, "unknown": 0}
+        assert stored["status"]["summary"] == {"pods": 4, "matched": 3, "diverged": 1, "unknown": 0, "claims": 0, "claimFindings": 0}
         assert stored["metadata"]["labels"] == {"kubectl-dra.io/node-name": NODE}
         node = plane.request("GET", f"/api/v1/nodes/{NODE}")
         assert stored["metadata"]["ownerReferences"][0]["uid"] == node["metadata"]["uid"]

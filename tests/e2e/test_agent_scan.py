@@ -54,7 +54,7 @@ def test_untouched_tree_matches_and_layout_is_detected(tmp_path, driver, runtime
     report = scan(NODE, inventory_of(pods), fs, {})
     assert verdicts(report) == {"besteffort": "Match", "burstable": "Match", "guaranteed": "Match", "pod-level": "Match"}
     assert (report.status.cgroup_driver, report.status.runtime) == (driver, runtime)
-    assert report.status.summary.model_dump() == {"pods": 4, "matched": 4, "diverged": 0, "unknown": 0}
+    assert report.status.summary.model_dump() == {"pods": 4, "matched": 4, "diverged": 0, "unknown": 0, "claims": 0, "claim_findings": 0}
 
 
 def test_kubelet_without_dra(tmp_path):
@@ -234,7 +234,7 @@ def test_cli_scan_once_exit_codes(tmp_path):
     doc = json.loads(bad.stdout)
     assert (doc["apiVersion"], doc["kind"], doc["metadata"]["name"]) == ("kubectl-dra.io/v1alpha1",
                                                                          "NodeEnforcementReport", NODE)
-    assert doc["status"]["summary"] == {"pods": 4, "matched": 3, "diverged": 1, "unknown": 0}
+    assert doc["status"]["summary"] == {"pods": 4, "matched": 3, "diverged": 1, "unknown": 0, "claims": 0, "claimFindings": 0}
     assert {"observedAt", "cgroupVersion", "cgroupDriver", "runtime", "weightFormula", "kubeletDra"} <= set(doc["status"])
     table = runner.invoke(agent_cli, args)
     assert "burstable   encoder     memory.max" in table.stdout and "DRAAmountMissing" in table.stdout

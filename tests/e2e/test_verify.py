@@ -37,7 +37,7 @@ def test_example_reports_json_and_filters(dra):
     assert [i["metadata"]["name"] for i in doc["items"]] == ["worker-cpu-1", "worker-gpu-1"]
     one = dra("verify", "--snapshot", str(EXAMPLE), "--node", "worker-cpu-1", "-o", "json")
     assert one.exit_code == 0 and one.json()["kind"] == "NodeEnforcementReport"
-    assert one.json()["status"]["summary"] == {"pods": 1, "matched": 1, "diverged": 0, "unknown": 0}
+    assert one.json()["status"]["summary"] == {"pods": 1, "matched": 1, "diverged": 0, "unknown": 0, "claims": 0, "claimFindings": 0}
     narrowed = dra("verify", "--snapshot", str(EXAMPLE), "-n", "default")
     # risk-engine matches, but eval-server-0 runs on worker-gpu-2, which has no report: not all clear
     assert narrowed.exit_code == 4 and [r[-1] for r in rows(narrowed.stdout)] == ["RuntimeHugetlbDisabled"] * 2

@@ -1,0 +1,159 @@
+"""Reading the node's DRA state, read-only: the kubelet's checkpoint, the CDI spec directories and
+the kubelet's PodResources API. Each source is optional (the DaemonSet mounts each only with its
+opt-in component); what is absent, unreadable or corrupt is said in ``sources`` and nothing is
+concluded from it.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+import time
+
+from kubectl_dra.nodestate.cdi import build_index
+from kubectl_dra.nodestate.checkpoint import CheckpointError, parse_dra_checkpoint
+from kubectl_dra.nodestate.reconcile import NodeDRAState
+from kubectl_dra.verify.report import NodeSource
+
+DRA_CHECKPOINT = "dra_manager_state"
+DEFAULT_CDI_DIRS = ("/etc/cdi", "/var/run/cdi")
+MAX_FILE_BYTES = 16 << 20
+REREAD_AFTER = 0.2  # seconds: a checkpoint that fails to parse is read once more before it is called corrupt
+
+
+def _why(exc: OSError, hint: str) -> str:
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return f"permission denied ({hint})"
+    return exc.strerror or str(exc)
+
+
+def _read_bytes(path: str) -> bytes:
+    with open(path, "rb") as handle:
+        data = handle.read(MAX_FILE_BYTES + 1)
+    if len(data) > MAX_FILE_BYTES:
+        raise OSError(errno.EFBIG, f"larger than {MAX_FILE_BYTES} bytes")
+    return data
+
+
+def read_checkpoint(kubelet_root: str | None, state: NodeDRAState) -> None:
+    path = os.path.join(kubelet_root or "", DRA_CHECKPOINT)
+    state.checkpoint_path = path
+    if not kubelet_root:
+        state.sources.append(NodeSource(name="draCheckpoint", path=path, state="absent", message="no --kubelet-root"))
+        return
+    try:
+        blob = _read_bytes(path)
+    except FileNotFoundError:
+        state.sources.append(NodeSource(name="draCheckpoint", path=path, state="absent",
+                                        message="not there (not mounted, or the kubelet never prepared a claim)"))
+        return
+    except OSError as exc:
+        state.sources.append(NodeSource(name="draCheckpoint", path=path, state="unreadable", message=_why(
+            exc, "the kubelet writes it 0600 root: deploy manifests/node-dra-state")))
+        return
+    try:
+        state.checkpoint = parse_dra_checkpoint(blob)
+    except CheckpointError:
+        time.sleep(REREAD_AFTER)  # the kubelet replaces the file atomically, but never trust one glance
+        try:
+            again = _read_bytes(path)
+        except OSError:
+            again = blob
+        try:
+            state.checkpoint = parse_dra_checkpoint(again)
+        except CheckpointError as exc:
+            state.checkpoint_corrupt = str(exc)
+            state.sources.append(NodeSource(name="draCheckpoint", path=path, state="corrupt", message=str(exc)))
+            return
+    claims = len(state.checkpoint.claims)
+    state.sources.append(NodeSource(name="draCheckpoint", path=path, state="read",
+                                    message=f"{claims} prepared claim{'' if claims == 1 else 's'}"))
+
+
+def read_cdi(dirs: tuple[str, ...], state: NodeDRAState) -> None:
+    """The runtime's scan: *.json and *.yaml directly in each directory, in name order."""
+    joined = ", ".join(dirs)
+    present, files, problems = [], [], []
+    for priority, directory in enumerate(dirs):
+        try:
+            names = sorted(os.listdir(directory))
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            problems.append(f"{directory}: {_why(exc, 'mount it read-only with manifests/node-dra-state')}")
+            continue
+        present.append(directory)
+        for name in names:
+            if not name.endswith((".json", ".yaml")):
+                continue
+            path = os.path.join(directory, name)
+            try:
+                if stat.S_ISDIR(os.stat(path).st_mode):
+                    continue
+                files.append((priority, path, _read_bytes(path).decode("utf-8", "replace")))
+            except OSError as exc:
+                files.append((priority, path, ""))
+                problems.append(f"{path}: {_why(exc, 'unreadable spec')}")
+    if not present:
+        state.sources.append(NodeSource(name="cdi", path=joined, state="unreadable" if problems else "absent",
+                                        message="; ".join(problems) or "no CDI spec directory there (not mounted)"))
+        return
+    state.cdi = build_index(tuple(dirs), files)
+    skipped = len(state.cdi.errors)
+    message = f"{len(files)} spec file{'' if len(files) == 1 else 's'}, {len(state.cdi.devices)} device ID(s)"
+    if skipped:
+        message += f"; {skipped} file(s) the runtime skips: " + "; ".join(
+            f"{p}: {why}" for p, why in list(state.cdi.errors.items())[:3])
+    if problems:
+        message += "; " + "; ".join(problems)
+    state.sources.append(NodeSource(name="cdi", path=joined, state="read", message=message))
+
+
+def read_pod_resources(socket_path: str | None, state: NodeDRAState, timeout: float = 5.0) -> None:
+    if not socket_path:
+        return
+    try:
+        mode = os.stat(socket_path).st_mode
+    except FileNotFoundError:
+        state.sources.append(NodeSource(name="podResources", path=socket_path, state="absent",
+                                        message="no socket there (not mounted)"))
+        return
+    except OSError as exc:
+        state.sources.append(NodeSource(name="podResources", path=socket_path, state="unreadable",
+                                        message=_why(exc, "deploy manifests/node-dra-state")))
+        return
+    if not stat.S_ISSOCK(mode):
+        state.sources.append(NodeSource(name="podResources", path=socket_path, state="unreadable",
+                                        message="not a unix socket"))
+        return
+    import grpc
+
+    from node_agent.podresources import list_pod_resources
+
+    try:
+        state.pod_resources = list_pod_resources(socket_path, timeout)
+    except grpc.RpcError as exc:
+        detail = exc.details() if hasattr(exc, "details") else str(exc)
+        code = exc.code().name if hasattr(exc, "code") else "error"
+        hint = " (connecting needs write access to the socket, which the kubelet creates for root)" \
+            if "ermission" in (detail or "") else ""
+        state.sources.append(NodeSource(name="podResources", path=socket_path, state="unreadable",
+                                        message=f"List failed: {code}: {detail}{hint}"))
+        return
+    view = state.pod_resources
+    state.sources.append(NodeSource(name="podResources", path=socket_path, state="read",
+                                    message=f"{len(view.pods)} pod(s), {len(view.rows)} DRA device row(s)"))
+
+
+def read_node_dra(kubelet_root: str | None, cdi_dirs: tuple[str, ...] | None = None,
+                  pod_resources_socket: str | None = None) -> NodeDRAState:
+    """``pod_resources_socket`` defaults to ``<kubelet-root>/pod-resources/kubelet.sock``."""
+    from node_agent.podresources import SOCKET
+
+    state = NodeDRAState()
+    read_checkpoint(kubelet_root, state)
+    read_cdi(tuple(cdi_dirs if cdi_dirs is not None else DEFAULT_CDI_DIRS), state)
+    socket_path = pod_resources_socket or (os.path.join(kubelet_root, SOCKET) if kubelet_root else None)
+    read_pod_resources(socket_path, state)
+    return state
