@@ -19,6 +19,7 @@ from kubectl_dra.verify.report import NodeSource
 DRA_CHECKPOINT = "dra_manager_state"
 DEFAULT_CDI_DIRS = ("/etc/cdi", "/var/run/cdi")
 MAX_FILE_BYTES = 16 << 20
+POD_RESOURCES_TIMEOUT = 5.0  # seconds for the kubelet to answer List
 REREAD_AFTER = 0.2  # seconds: a checkpoint that fails to parse is read once more before it is called corrupt
 
 
@@ -93,11 +94,14 @@ def read_cdi(dirs: tuple[str, ...], state: NodeDRAState) -> None:
                     continue
                 files.append((priority, path, _read_bytes(path).decode("utf-8", "replace")))
             except OSError as exc:
-                files.append((priority, path, ""))
                 problems.append(f"{path}: {_why(exc, 'unreadable spec')}")
+    if problems:  # what could not be read may define an ID: then no ID is called missing
+        state.sources.append(NodeSource(name="cdi", path=joined, state="unreadable",
+                                        message="; ".join(problems) + "; CDI IDs are not checked"))
+        return
     if not present:
-        state.sources.append(NodeSource(name="cdi", path=joined, state="unreadable" if problems else "absent",
-                                        message="; ".join(problems) or "no CDI spec directory there (not mounted)"))
+        state.sources.append(NodeSource(name="cdi", path=joined, state="absent",
+                                        message="no CDI spec directory there (not mounted)"))
         return
     state.cdi = build_index(tuple(dirs), files)
     skipped = len(state.cdi.errors)
@@ -105,12 +109,10 @@ def read_cdi(dirs: tuple[str, ...], state: NodeDRAState) -> None:
     if skipped:
         message += f"; {skipped} file(s) the runtime skips: " + "; ".join(
             f"{p}: {why}" for p, why in list(state.cdi.errors.items())[:3])
-    if problems:
-        message += "; " + "; ".join(problems)
     state.sources.append(NodeSource(name="cdi", path=joined, state="read", message=message))
 
 
-def read_pod_resources(socket_path: str | None, state: NodeDRAState, timeout: float = 5.0) -> None:
+def read_pod_resources(socket_path: str | None, state: NodeDRAState, timeout: float | None = None) -> None:
     if not socket_path:
         return
     try:
@@ -132,7 +134,7 @@ def read_pod_resources(socket_path: str | None, state: NodeDRAState, timeout: fl
     from node_agent.podresources import list_pod_resources
 
     try:
-        state.pod_resources = list_pod_resources(socket_path, timeout)
+        state.pod_resources = list_pod_resources(socket_path, timeout or POD_RESOURCES_TIMEOUT)
     except grpc.RpcError as exc:
         detail = exc.details() if hasattr(exc, "details") else str(exc)
         code = exc.code().name if hasattr(exc, "code") else "error"

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from kubectl_dra.printers.style import Style
-from kubectl_dra.printers.table import Column, render
+from kubectl_dra.printers.table import Column, cell, render
 from kubectl_dra.verify.report import NodeEnforcementReport
 from kubectl_dra.text import plural
 
@@ -50,8 +50,9 @@ def claims_table(reports: list[NodeEnforcementReport], *, no_headers: bool = Fal
             if only_findings and not claim.findings:
                 continue
             prepared = "unknown" if claim.prepared is None else ("true" if claim.prepared else "false")
-            rows.append([report.metadata.name, claim.namespace, claim.name, prepared, claim.prepared_for,
-                         claim.devices, sorted({f.code for f in claim.findings}), claim.cdi_devices, claim.sources])
+            rows.append([cell(v) for v in (report.metadata.name, claim.namespace, claim.name, prepared,
+                                           claim.prepared_for, claim.devices, sorted({f.code for f in claim.findings}),
+                                           claim.cdi_devices, claim.sources)])
             for finding in claim.findings:
                 code = style.severity(finding.severity, finding.code) if style and style.enabled else finding.code
                 notes.append(f"{report.metadata.name} {claim.namespace}/{claim.name}: {code} ({finding.severity}): "

@@ -1,0 +1,324 @@
+"""dra-node-agent scan: the node's DRA state (the kubelet's checkpoint written in its exact format, CDI
+spec directories, a real PodResources gRPC server on a unix socket) against the API's claims. A
+correct node has no finding; each realistic perturbation yields exactly its finding; a source that
+is absent, unreadable or garbage is said and concluded from nothing."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from pathlib import Path
+
+import grpc
+import pytest
+import yaml
+from builders import claim, pod, reserved_group, reserved_pod, uid
+from cgroup_tree import build_tree
+from click.testing import CliRunner
+from kubelet_files import claim_state, write_cdi_spec, write_checkpoint
+from podresources_server import PodResourcesServer, pod_resources
+
+from kubectl_dra.cgroups.options import NodeOptions
+from kubectl_dra.model.registry import parse_object
+from node_agent.__main__ import cli as agent_cli
+
+NODE = "worker-1"
+GPU = "gpu.example.com"
+
+
+def running(p: dict) -> dict:
+    p["status"]["containerStatuses"] = [{"name": c["name"], "ready": True, "restartCount": 0, "image": "x",
+                                         "imageID": "x", "containerID": f"containerd://{uid(p['metadata']['name'] + c['name']).replace('-', '')}",
+                                         "state": {"running": {"startedAt": "2026-11-20T08:01:00Z"}}}
+                                        for c in p["spec"]["containers"]]
+    return p
+
+
+class Node:
+    """One node: API objects (a snapshot), a cgroup tree that matches, a kubelet root, CDI dirs."""
+
+    def __init__(self, tmp: Path):
+        self.tmp = tmp
+        self.trainer = running(pod("trainer", claims={"gpu": "gpu-a"}))
+        self.worker_a = running(pod("worker-a", group="team"))
+        self.worker_a["spec"]["resourceClaims"] = [{"name": "shared", "resourceClaimName": "team-gpus"}]
+        self.worker_a["spec"]["containers"][0]["resources"]["claims"] = [{"name": "shared"}]
+        self.gpu_a = claim("gpu-a", devices=[(GPU, NODE, "gpu-0")], node=NODE, reserved_for=[reserved_pod(self.trainer)])
+        self.team = claim("team-gpus", devices=[(GPU, NODE, "gpu-1"), (GPU, NODE, "gpu-2")], node=NODE,
+                          reserved_for=[reserved_group("team")])
+        self.pods = [self.trainer, self.worker_a]
+        self.claims = [self.gpu_a, self.team]
+        self.kubelet = tmp / "var" / "lib" / "kubelet"
+        self.cdi = (tmp / "etc" / "cdi", tmp / "var" / "run" / "cdi")
+        self.states = [claim_state(self.gpu_a, [self.trainer["metadata"]["uid"]]),
+                       claim_state(self.team, [self.worker_a["metadata"]["uid"]])]
+        write_cdi_spec(self.cdi[1], "gpu.example.com-gpu.json", "example.com/gpu", ["gpu-0", "gpu-1", "gpu-2"])
+
+    def write(self) -> list[str]:
+        snap = self.tmp / "snap"
+        snap.mkdir(exist_ok=True)
+        node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": NODE, "uid": uid("node")}, "status": {}}
+        (snap / "objects.yaml").write_text(yaml.safe_dump_all([node, *self.pods, *self.claims]))
+        write_checkpoint(self.kubelet, self.states)
+        sys_root = self.tmp / "sys"
+        build_tree(sys_root, [parse_object(p) for p in self.pods], NodeOptions())
+        return ["scan", "--once", "--snapshot", str(snap), "--node", NODE, "--cgroup-root", str(sys_root / "fs" / "cgroup"),
+                "--kubelet-root", str(self.kubelet), "--cdi-dir", str(self.cdi[0]), "--cdi-dir", str(self.cdi[1])]
+
+    def scan(self, *extra: str):
+        result = CliRunner().invoke(agent_cli, [*self.write(), "-o", "json", *extra])
+        assert result.exception is None or isinstance(result.exception, SystemExit), result.output
+        return result, json.loads(result.stdout)
+
+
+def findings(doc: dict) -> list[tuple[str, str, str]]:
+    return sorted((c["name"], f["code"], f["severity"]) for c in doc["status"]["claims"] for f in c["findings"])
+
+
+def source(doc: dict, name: str) -> dict:
+    return next(s for s in doc["status"]["sources"] if s["name"] == name)
+
+
+@pytest.fixture
+def node(tmp_path) -> Node:
+    return Node(tmp_path)
+
+
+def test_a_correct_node_has_no_finding_and_shows_what_the_kubelet_holds(node):
+    result, doc = node.scan()
+    assert result.exit_code == 0, result.output
+    assert findings(doc) == []
+    claims = {c["name"]: c for c in doc["status"]["claims"]}
+    assert claims["gpu-a"]["prepared"] is True and claims["gpu-a"]["preparedFor"] == ["ml/trainer"]
+    assert claims["gpu-a"]["devices"] == [f"{GPU}/{NODE}/gpu-0"]
+    assert claims["gpu-a"]["cdiDevices"] == ["example.com/gpu=gpu-0"]
+    assert claims["gpu-a"]["uid"] == node.gpu_a["metadata"]["uid"] and claims["gpu-a"]["api"] == "read"
+    # reserved through its PodGroup, prepared for a member: no PreparedNotReserved
+    assert claims["team-gpus"]["preparedFor"] == ["ml/worker-a"]
+    assert [(s["name"], s["state"]) for s in doc["status"]["sources"]] == [
+        ("draCheckpoint", "read"), ("cdi", "read"), ("podResources", "absent")]
+    assert doc["status"]["summary"]["claims"] == 2 and doc["status"]["summary"]["claimFindings"] == 0
+
+
+def test_reboot_emptied_var_run_cdi(node):
+    (node.cdi[1] / "gpu.example.com-gpu.json").unlink()
+    result, doc = node.scan()
+    assert result.exit_code == 1
+    assert findings(doc) == [("gpu-a", "CDIDeviceMissing", "error"), ("team-gpus", "CDIDeviceMissing", "error"),
+                             ("team-gpus", "CDIDeviceMissing", "error")]
+    message = doc["status"]["claims"][0]["findings"][0]["message"]
+    assert "example.com/gpu=gpu-0" in message and "CreateContainerError" in message
+
+
+def test_a_spec_in_etc_cdi_resolves_too_and_a_same_directory_duplicate_does_not(node):
+    (node.cdi[1] / "gpu.example.com-gpu.json").unlink()
+    write_cdi_spec(node.cdi[0], "a.json", "example.com/gpu", ["gpu-0", "gpu-1", "gpu-2"])
+    _, doc = node.scan()
+    assert findings(doc) == []
+    write_cdi_spec(node.cdi[0], "b.yaml", "example.com/gpu", ["gpu-1"])  # JSON is YAML
+    _, doc = node.scan()
+    assert findings(doc) == [("team-gpus", "CDIDeviceMissing", "error")]
+    assert "defined twice" in doc["status"]["claims"][1]["findings"][0]["message"]
+
+
+def test_prepared_for_a_pod_the_claim_is_not_reserved_for(node):
+    node.gpu_a["status"]["reservedFor"] = []  # deallocation began while the pod still runs
+    result, doc = node.scan()
+    assert result.exit_code == 1
+    assert findings(doc) == [("gpu-a", "PreparedNotReserved", "error")]
+    assert "ml/trainer" in doc["status"]["claims"][0]["findings"][0]["message"]
+
+
+def test_prepared_claim_replaced_in_the_api(node):
+    old = claim_state(node.gpu_a, [node.trainer["metadata"]["uid"]])
+    old["ClaimUID"] = uid("old-claim")
+    node.states[0] = old  # the node holds the old claim; the API's claim of that name is a new one
+    _, doc = node.scan()
+    assert findings(doc) == [("gpu-a", "PreparedNotReserved", "error"), ("gpu-a", "ReservedNotPrepared", "error")]
+    assert "was replaced" in doc["status"]["claims"][0]["findings"][0]["message"]
+
+
+def test_running_pod_whose_claim_the_kubelet_has_not_prepared(node):
+    node.states = node.states[1:]  # kubelet state wiped and rebuilt without gpu-a
+    result, doc = node.scan()
+    assert result.exit_code == 1
+    assert findings(doc) == [("gpu-a", "ReservedNotPrepared", "error")]
+    assert doc["status"]["claims"][0]["prepared"] is False
+
+
+def test_a_pod_that_is_not_running_yet_is_not_expected_to_be_prepared(node):
+    node.trainer["status"] = {"phase": "Pending"}
+    node.states = node.states[1:]
+    _, doc = node.scan()
+    assert findings(doc) == []
+
+
+def test_prepared_for_a_pod_that_left_the_node(node):
+    node.states.append(claim_state(claim("old-replica-gpu", devices=[(GPU, NODE, "gpu-3")]), [uid("gone-pod")],
+                                   {"gpu-3": []}))
+    result, doc = node.scan()
+    assert result.exit_code == 1
+    # the claim is gone from the API too: one finding, about the pod, not a second about the claim
+    assert findings(doc) == [("old-replica-gpu", "PreparedForGonePod", "warning")]
+    entry = next(c for c in doc["status"]["claims"] if c["name"] == "old-replica-gpu")
+    assert entry["api"] == "missing" and entry["preparedFor"] == [uid("gone-pod")]
+
+
+@pytest.mark.parametrize("damage", ["flip", "truncate", "garbage"])
+def test_corrupt_checkpoint_concludes_nothing_else(node, damage):
+    node.trainer["status"]["phase"] = "Running"
+    node.states = []  # would be ReservedNotPrepared twice if the file were trusted
+    args = node.write()
+    path = node.kubelet / "dra_manager_state"
+    blob = path.read_bytes()
+    path.write_bytes({"flip": blob.replace(b"DRACheckpoint", b"DRACheckpoinT"), "truncate": blob[: len(blob) // 2],
+                      "garbage": b"\x00\x01 not json"}[damage])
+    result = CliRunner().invoke(agent_cli, [*args, "-o", "json"])
+    doc = json.loads(result.stdout)
+    assert result.exit_code == 1
+    assert findings(doc) == [("gpu-a", "CheckpointCorrupt", "error"), ("team-gpus", "CheckpointCorrupt", "error")]
+    assert source(doc, "draCheckpoint")["state"] == "corrupt"
+    assert "corrupt" in result.stderr and str(path) in result.stderr
+
+
+def test_a_checkpoint_that_cannot_be_read_is_said_not_concluded(node):
+    args = node.write()
+    path = node.kubelet / "dra_manager_state"
+    path.unlink()
+    path.mkdir()  # EISDIR: unreadable as root too
+    result = CliRunner().invoke(agent_cli, [*args, "-o", "json"])
+    doc = json.loads(result.stdout)
+    assert result.exit_code == 0  # the cgroups were checked and held; the claims could not be
+    assert doc["status"]["claims"] == [] and source(doc, "draCheckpoint")["state"] == "unreadable"
+    assert "warning:" in result.stderr and str(path) in result.stderr
+
+
+def test_no_node_sources_means_no_claims_section(node):
+    args = node.write()
+    (node.kubelet / "dra_manager_state").unlink()
+    result = CliRunner().invoke(agent_cli, [*args, "-o", "json"])
+    doc = json.loads(result.stdout)
+    assert result.exit_code == 0 and doc["status"]["claims"] == []
+    assert source(doc, "draCheckpoint")["state"] == "absent"
+
+
+def test_claims_the_api_cannot_answer_for_are_compared_with_nothing(node):
+    node.claims = [node.team]  # gpu-a not in the snapshot: "missing", a definite answer
+    _, doc = node.scan()
+    entry = next(c for c in doc["status"]["claims"] if c["name"] == "gpu-a")
+    assert entry["api"] == "missing"
+    assert findings(doc) == [("gpu-a", "PreparedNotReserved", "error")]  # prepared for trainer, claim gone
+
+
+def test_table_output_lists_claims_and_each_finding_in_words(node):
+    node.gpu_a["status"]["reservedFor"] = []
+    result = CliRunner().invoke(agent_cli, node.write())
+    assert result.exit_code == 1
+    lines = result.stdout.splitlines()
+    header = next(line for line in lines if line.startswith("NODE") and "PREPARED" in line)
+    assert header.split() == ["NODE", "NAMESPACE", "CLAIM", "PREPARED", "PREPARED-FOR", "DEVICES", "FINDINGS"]
+    assert any(line.split()[:5] == [NODE, "ml", "gpu-a", "true", "ml/trainer"] and line.split()[-1] == "PreparedNotReserved"
+               for line in lines)
+    assert any(line.startswith(f"{NODE} ml/gpu-a: PreparedNotReserved (error): ") for line in lines)
+    assert "2 claims compared with the node: 1 finding" in result.stdout
+
+
+# -- PodResources over a real unix socket -------------------------------------------------------
+
+def serve(node: Node, pods: list, fail=None) -> PodResourcesServer:
+    sock = node.kubelet / "pod-resources" / "kubelet.sock"
+    sock.parent.mkdir(parents=True, exist_ok=True)
+    return PodResourcesServer(str(sock), pods, fail)
+
+
+def trainer_row(node: Node, device="gpu-0", claim_name="gpu-a"):
+    return pod_resources("ml", "trainer", {"main": [{"claim": claim_name, "driver": GPU, "pool": NODE, "device": device,
+                                                      "cdi": [f"example.com/gpu={device}"]}]})
+
+
+def test_pod_resources_agrees_with_the_checkpoint(node):
+    with serve(node, [trainer_row(node)]) as server:
+        result, doc = node.scan()
+    assert server.lister.calls == 1
+    assert result.exit_code == 0 and findings(doc) == []
+    assert source(doc, "podResources")["state"] == "read"
+    gpu_a = doc["status"]["claims"][0]
+    assert gpu_a["sources"] == ["checkpoint", "podResources"]
+
+
+def test_pod_resources_alone_finds_an_unreserved_claim_and_a_missing_cdi_spec(node):
+    (node.cdi[1] / "gpu.example.com-gpu.json").unlink()
+    write_cdi_spec(node.cdi[1], "gpu.json", "example.com/gpu", ["gpu-1", "gpu-2"])
+    node.gpu_a["status"]["reservedFor"] = []
+    args = node.write()
+    (node.kubelet / "dra_manager_state").unlink()
+    with serve(node, [trainer_row(node)]):
+        result = CliRunner().invoke(agent_cli, [*args, "-o", "json"])
+    doc = json.loads(result.stdout)
+    assert result.exit_code == 1
+    assert findings(doc) == [("gpu-a", "CDIDeviceMissing", "error"), ("gpu-a", "PreparedNotReserved", "error")]
+    (unreserved,) = [f for f in doc["status"]["claims"][0]["findings"] if f["code"] == "PreparedNotReserved"]
+    assert "PodResources API holds this claim" in unreserved["message"]
+
+
+def test_pod_resources_alone_finds_a_container_without_its_claim(node):
+    args = node.write()
+    (node.kubelet / "dra_manager_state").unlink()
+    # the kubelet reports DRA devices (worker-a's) but none for trainer's running container
+    team = pod_resources("ml", "worker-a", {"main": [{"claim": "team-gpus", "driver": GPU, "pool": NODE, "device": "gpu-1"}]})
+    with serve(node, [team, pod_resources("ml", "trainer", {"main": []})]):
+        result = CliRunner().invoke(agent_cli, [*args, "-o", "json"])
+    doc = json.loads(result.stdout)
+    assert findings(doc) == [("gpu-a", "ReservedNotPrepared", "error")]
+    # a kubelet that fills no dynamic_resources at all (gate off) proves nothing
+    with serve(node, [pod_resources("ml", "worker-a", {"main": []}), pod_resources("ml", "trainer", {"main": []})]):
+        result = CliRunner().invoke(agent_cli, [*args, "-o", "json"])
+    assert findings(json.loads(result.stdout)) == []
+
+
+def test_a_failing_or_garbage_socket_is_said_and_the_scan_goes_on(node, monkeypatch):
+    monkeypatch.setattr("node_agent.nodedra.POD_RESOURCES_TIMEOUT", 1.0)
+    with serve(node, [], fail=(grpc.StatusCode.UNAVAILABLE, "kubelet is restarting")):
+        result, doc = node.scan()
+    assert result.exit_code == 0 and findings(doc) == []  # the checkpoint still answered
+    pr = source(doc, "podResources")
+    assert pr["state"] == "unreadable" and "UNAVAILABLE" in pr["message"] and "kubelet is restarting" in pr["message"]
+    assert "warning:" in result.stderr
+    # a socket that speaks no gRPC at all
+    sock_path = node.kubelet / "pod-resources" / "kubelet.sock"
+    sock_path.unlink(missing_ok=True)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(sock_path))
+    listener.listen(1)
+    try:
+        result = CliRunner().invoke(agent_cli, [*node.write(), "-o", "json"])
+    finally:
+        listener.close()
+    doc = json.loads(result.stdout)
+    assert source(doc, "podResources")["state"] == "unreadable"
+    # a regular file where the socket should be
+    sock_path.unlink()
+    sock_path.write_text("not a socket")
+    result, doc = node.scan()
+    assert source(doc, "podResources") == {"name": "podResources", "path": str(sock_path), "state": "unreadable",
+                                           "message": "not a unix socket"}
+
+
+def test_unreadable_cdi_directory_is_said(node):
+    args = node.write()
+    node.cdi[1].chmod(0)
+    try:
+        if os.access(node.cdi[1], os.R_OK):  # root reads anything: make the directory a file instead
+            node.cdi[1].chmod(0o755)
+            for f in node.cdi[1].iterdir():
+                f.unlink()
+            node.cdi[1].rmdir()
+            node.cdi[1].write_text("")
+        result = CliRunner().invoke(agent_cli, [*args, "-o", "json"])
+    finally:
+        if node.cdi[1].is_dir():
+            node.cdi[1].chmod(0o755)
+    doc = json.loads(result.stdout)
+    assert source(doc, "cdi")["state"] == "unreadable"
+    assert findings(doc) == []  # CDI IDs are not called missing when the directory could not be read
