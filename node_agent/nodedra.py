@@ -14,6 +14,7 @@ import time
 from kubectl_dra.nodestate.cdi import build_index
 from kubectl_dra.nodestate.checkpoint import CheckpointError, parse_dra_checkpoint
 from kubectl_dra.nodestate.reconcile import NodeDRAState
+from kubectl_dra.text import plural
 from kubectl_dra.verify.report import NodeSource
 
 DRA_CHECKPOINT = "dra_manager_state"
@@ -67,9 +68,8 @@ def read_checkpoint(kubelet_root: str | None, state: NodeDRAState) -> None:
             state.checkpoint_corrupt = str(exc)
             state.sources.append(NodeSource(name="draCheckpoint", path=path, state="corrupt", message=str(exc)))
             return
-    claims = len(state.checkpoint.claims)
     state.sources.append(NodeSource(name="draCheckpoint", path=path, state="read",
-                                    message=f"{claims} prepared claim{'' if claims == 1 else 's'}"))
+                                    message=plural(len(state.checkpoint.claims), "prepared claim")))
 
 
 def read_cdi(dirs: tuple[str, ...], state: NodeDRAState) -> None:
@@ -105,9 +105,9 @@ def read_cdi(dirs: tuple[str, ...], state: NodeDRAState) -> None:
         return
     state.cdi = build_index(tuple(dirs), files)
     skipped = len(state.cdi.errors)
-    message = f"{len(files)} spec file{'' if len(files) == 1 else 's'}, {len(state.cdi.devices)} device ID(s)"
+    message = f"{plural(len(files), 'spec file')}, {plural(len(state.cdi.devices), 'device ID')}"
     if skipped:
-        message += f"; {skipped} file(s) the runtime skips: " + "; ".join(
+        message += f"; {plural(skipped, 'file')} the runtime skips: " + "; ".join(
             f"{p}: {why}" for p, why in list(state.cdi.errors.items())[:3])
     state.sources.append(NodeSource(name="cdi", path=joined, state="read", message=message))
 
@@ -145,7 +145,7 @@ def read_pod_resources(socket_path: str | None, state: NodeDRAState, timeout: fl
         return
     view = state.pod_resources
     state.sources.append(NodeSource(name="podResources", path=socket_path, state="read",
-                                    message=f"{len(view.pods)} pod(s), {len(view.rows)} DRA device row(s)"))
+                                    message=f"{plural(len(view.pods), 'pod')}, {plural(len(view.rows), 'DRA device')}"))
 
 
 def read_node_dra(kubelet_root: str | None, cdi_dirs: tuple[str, ...] | None = None,

@@ -41,6 +41,11 @@ class Metrics:
                                   buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10))
         self.errors = Counter("dra_agent_scan_errors_total", "Failed scans or publications by stage",
                               ["node", "stage"], registry=self.registry)
+        self.claim_findings = Gauge("dra_agent_claim_findings", "Findings about DRA claims on this node (the kubelet's "
+                                    "checkpoint, CDI specs, PodResources against the API), by claim and code",
+                                    ["node", "namespace", "claim", "code", "severity"], registry=self.registry)
+        self.sources = Gauge("dra_agent_node_source_readable", "Whether a node-side DRA source was read (1), absent "
+                             "(0) or unreadable or corrupt (-1)", ["node", "source"], registry=self.registry)
         self.last_scan = Gauge("dra_agent_last_scan_timestamp_seconds", "When the last scan finished",
                                ["node"], registry=self.registry)
         self.registry.register(_ProcessCollector())
@@ -57,6 +62,15 @@ class Metrics:
                 counts[(d.cause, d.severity)] = counts.get((d.cause, d.severity), 0) + 1
             for (cause, severity), n in counts.items():
                 self.divergences.labels(self.node, pod.namespace, pod.name, pod.uid, cause, severity).set(n)
+        self.claim_findings.clear()
+        for claim in report.status.claims:
+            found: dict[tuple[str, str], int] = {}
+            for f in claim.findings:
+                found[(f.code, f.severity)] = found.get((f.code, f.severity), 0) + 1
+            for (code, severity), n in found.items():
+                self.claim_findings.labels(self.node, claim.namespace, claim.name, code, severity).set(n)
+        for source in report.status.sources:
+            self.sources.labels(self.node, source.name).set({"read": 1, "absent": 0}.get(source.state, -1))
 
 
 class _ProcessCollector:
@@ -114,7 +128,8 @@ class Publisher:
         return True
 
     def events(self, report: NodeEnforcementReport) -> int:
-        """One Warning Event per new divergence set of a pod; returns how many were created."""
+        """One Warning Event per new divergence set of a pod, and per new finding about a claim
+        (regarding the ResourceClaim, reason = the finding's code); returns how many were created."""
         created = 0
         for pod in report.status.pods:
             if pod.verdict != "Diverged":
@@ -130,6 +145,21 @@ class Publisher:
                 if exc.status != 409:
                     raise
             self._events.add(name)
+        for claim in report.status.claims:
+            for finding in claim.findings:
+                if finding.severity == "info":
+                    continue
+                name = _claim_event_name(claim, finding)
+                if name in self._events:
+                    continue
+                try:
+                    self.session.request("POST", f"/apis/events.k8s.io/v1/namespaces/{claim.namespace}/events",
+                                         body=_claim_event(claim, finding, self.node, name))
+                    created += 1
+                except ApiError as exc:
+                    if exc.status != 409:
+                        raise
+                self._events.add(name)
         return created
 
 
@@ -151,4 +181,24 @@ def _event(pod: PodVerdict, node: str, name: str) -> dict:
         "action": "Verify", "reason": "CgroupDivergence", "type": "Warning",
         "regarding": {"apiVersion": "v1", "kind": "Pod", "name": pod.name, "namespace": pod.namespace, "uid": pod.uid},
         "note": note[:1024],
+    }
+
+
+def _claim_event_name(claim, finding) -> str:
+    signature = f"{claim.uid}|{finding.code}|{finding.message}"
+    return f"{claim.name}.dra-{hashlib.sha256(signature.encode()).hexdigest()[:12]}"
+
+
+def _claim_event(claim, finding, node: str, name: str) -> dict:
+    regarding = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "name": claim.name,
+                 "namespace": claim.namespace}
+    if claim.uid:
+        regarding["uid"] = claim.uid
+    return {
+        "apiVersion": "events.k8s.io/v1", "kind": "Event",
+        "metadata": {"name": name, "namespace": claim.namespace},
+        "eventTime": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+        "reportingController": CONTROLLER, "reportingInstance": node,
+        "action": "Verify", "reason": finding.code, "type": "Warning",
+        "regarding": regarding, "note": f"on node {node}: {finding.message}"[:1024],
     }

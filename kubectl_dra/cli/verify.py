@@ -64,7 +64,7 @@ def verify(ctx: click.Context, kube, node_flags, nodes, selector, cgroup_root, k
     from kubectl_dra.model.registry import NodeEnforcementReportObject
     from kubectl_dra.printers.documents import to_json, to_yaml
     from kubectl_dra.cli.exitcodes import ExitStatus
-    from kubectl_dra.printers.reports import divergence_table, options_lines, summary_line
+    from kubectl_dra.printers.reports import claims_table, divergence_table, options_lines, summary_line
     from kubectl_dra.printers.style import Style
     from kubectl_dra.verify.crosscheck import crosscheck, parse_report
 
@@ -127,6 +127,7 @@ def verify(ctx: click.Context, kube, node_flags, nodes, selector, cgroup_root, k
         report.status.pods = [p for p in report.status.pods if _wanted(p, namespace, pod)]
         report.status.unreported_pods = [key for key in report.status.unreported_pods
                                          if _wanted_key(key, namespace, pod)]
+        report.status.claims = [c for c in report.status.claims if _wanted_claim(c, namespace, pod)]
         report.summarize()
     if output_format in ("json", "yaml"):
         document = reports[0] if len(reports) == 1 and not missing else {
@@ -137,6 +138,10 @@ def verify(ctx: click.Context, kube, node_flags, nodes, selector, cgroup_root, k
     else:
         env.write(divergence_table(reports, no_headers=no_headers, wide=output_format == "wide",
                                    style=Style(env.use_color)))
+        claims = claims_table(reports, no_headers=no_headers, wide=output_format == "wide",
+                              style=Style(env.use_color), only_findings=output_format != "wide")
+        if claims:
+            env.write(("\n" if any(p.divergences for r in reports for p in r.status.pods) else "") + claims)
         env.write(summary_line(reports) + "\n")
         for report in reports:
             if report.status.message:
@@ -152,7 +157,7 @@ def verify(ctx: click.Context, kube, node_flags, nodes, selector, cgroup_root, k
             for line in options_lines(reports):
                 env.write(line + "\n")
     status = report_problems(env, inventory)
-    if any(r.trusted_divergences() for r in reports):
+    if any(r.trusted_divergences() or r.status.summary.claim_findings for r in reports):
         ctx.exit(ExitStatus.DIVERGED)
     if any(r.status.cgroup_version != "v2" for r in reports) and cgroup_root:
         ctx.exit(ExitStatus.ERROR)
@@ -163,6 +168,13 @@ def verify(ctx: click.Context, kube, node_flags, nodes, selector, cgroup_root, k
                   "or on a node without a report): the result is partial")
         ctx.exit(ExitStatus.PARTIAL)
     ctx.exit(status)
+
+
+def _wanted_claim(claim, namespace: str | None, pod: str | None) -> bool:
+    """A claim of the namespace; with a pod named, only the claims that pod uses or holds."""
+    if namespace is not None and claim.namespace != namespace:
+        return False
+    return pod is None or any(ref.split("/", 1)[-1] == pod for ref in (*claim.pods, *claim.prepared_for))
 
 
 def _wanted(p, namespace: str | None, pod: str | None) -> bool:

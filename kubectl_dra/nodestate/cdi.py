@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from kubectl_dra.text import plural
+
 KIND = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.\-]*/[A-Za-z0-9][A-Za-z0-9_.\-]*$")
 
 
@@ -86,7 +88,7 @@ class CDIIndex:
             return "not a fully qualified CDI device ID (vendor/class=name)"
         kind = qualified.split("=", 1)[0]
         broken = [path for path in self.errors]
-        hint = f"; {len(broken)} spec file(s) could not be read: " + ", ".join(
+        hint = f"; {plural(len(broken), 'spec file')} could not be parsed: " + ", ".join(
             f"{path} ({self.errors[path]})" for path in broken[:3]) if broken else ""
         return f"no spec in {', '.join(self.dirs)} defines a {kind} device of that name{hint}"
 

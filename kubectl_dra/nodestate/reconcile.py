@@ -168,13 +168,14 @@ def _from_checkpoint(checkpoint: DRACheckpoint, state: NodeDRAState, claims, by_
         prepared.setdefault(key, []).append(claim)
         entry = entries.get(key)
         entry.uid = entry.uid or claim.uid
-        entry.prepared = True
+        api = claims.get(key, UNREAD)
+        # prepared means: the claim the API has now (an older object of the same name does not count)
+        entry.prepared = True if not isinstance(api, ResourceClaim) or api.uid == claim.uid else bool(entry.prepared)
         entry.prepared_for = sorted({_pod_label(by_uid[u]) if u in by_uid else u for u in claim.pod_uids}
                                     | set(entry.prepared_for))
         entry.devices = sorted({d.key for d in claim.devices} | set(entry.devices))
         entry.cdi_devices = sorted({i for d in claim.devices for i in d.cdi_ids} | set(entry.cdi_devices))
         entry.sources = sorted({*entry.sources, "checkpoint"})
-        api = claims.get(key, UNREAD)
         for uid in sorted(claim.pod_uids):
             pod = by_uid.get(uid)
             if pod is None:

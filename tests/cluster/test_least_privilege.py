@@ -15,6 +15,7 @@ import yaml
 from agentpods import NODE, NODE_OBJECT, node_pods
 from controlplane import started
 from cgroup_tree import build_tree, set_file
+from kubelet_files import write_checkpoint
 from loader import load
 from test_real_objects import EXAMPLE, crds, raw_objects
 
@@ -74,9 +75,17 @@ def test_the_agent_does_its_job_with_exactly_its_role(installed):
     pods = [parse_object({"apiVersion": "v1", "kind": "Pod", **p}) for p in items]
     dirs = build_tree(work / "node", pods, NodeOptions(hugepage_sizes=[2 << 20, 1 << 30], runtime_hugetlb=True))
     set_file(dirs[("burstable", "encoder")], "memory.max", str(8 << 30))
+    # the kubelet's checkpoint holds claim ml/x (which every pod references) under a UID the API
+    # does not have: the node keeps a claim that no longer exists
+    stale = {"ClaimUID": "0b5e0f7e-5d7c-4c1f-9d7e-000000000001", "ClaimName": "x", "Namespace": "ml",
+             "PodUIDs": {p.uid: {} for p in pods},
+             "DriverState": {"gpu.example.com": {"Devices": [{"PoolName": NODE, "DeviceName": "gpu-0", "ShareID": None,
+                                                              "RequestNames": ["gpu"], "CDIDeviceIDs": []}]}}}
+    write_checkpoint(work / "kubelet", [stale])
     token = plane.service_account_token("kubectl-dra-system", "dra-node-agent")
     kubeconfig = plane.kubeconfig(work / "agent.kubeconfig", token=token, user="dra-node-agent")
-    agent = Agent(AgentConfig(node=NODE, cgroup_root=str(work / "node" / "fs" / "cgroup"), watch_timeout=1),
+    agent = Agent(AgentConfig(node=NODE, cgroup_root=str(work / "node" / "fs" / "cgroup"), watch_timeout=1,
+                              kubelet_root=str(work / "kubelet"), cdi_dirs=()),
                   KubeOptions(kubeconfig=str(kubeconfig)))
     mark = plane.audit_mark()
     agent.connect()
@@ -86,11 +95,18 @@ def test_the_agent_does_its_job_with_exactly_its_role(installed):
     time.sleep(1.5)
     agent.stop.set()
     watcher.join(timeout=10)
-    assert report.status.summary.model_dump() == {"pods": 4, "matched": 3, "diverged": 1, "unknown": 0, "claims": 0, "claim_findings": 0}
+    assert report.status.summary.model_dump() == {"pods": 4, "matched": 3, "diverged": 1, "unknown": 0, "claims": 1,
+                                                  "claim_findings": 4}
+    assert {f.code for f in report.status.claims[0].findings} == {"PreparedNotReserved"}
+    assert report.status.claims[0].api == "missing"  # the real server's empty list, not a failed read
     stored = plane.request("GET", f"/apis/kubectl-dra.io/v1alpha1/nodeenforcementreports/{NODE}")
     assert stored["status"]["summary"]["diverged"] == 1  # written through the status subresource
+    assert [c["name"] for c in stored["status"]["claims"]] == ["x"]  # kept by the CRD's schema
+    assert stored["status"]["sources"][0] == {"name": "draCheckpoint", "path": str(work / "kubelet" / "dra_manager_state"),
+                                              "state": "read", "message": "1 prepared claim"}
     events = plane.request("GET", "/apis/events.k8s.io/v1/namespaces/ml/events")["items"]
-    assert [(e["reason"], e["regarding"]["name"]) for e in events] == [("CgroupDivergence", "burstable")]
+    assert sorted((e["reason"], e["regarding"]["kind"], e["regarding"]["name"]) for e in events) == [
+        ("CgroupDivergence", "Pod", "burstable"), *[("PreparedNotReserved", "ResourceClaim", "x")] * 4]
     # what it did is exactly what its ClusterRole grants, measured by the API server itself
     agent_role = role("kubectl-dra:node-agent")
     assert used(plane.requests_since(mark, AGENT)) == rules_of(agent_role)
@@ -104,7 +120,8 @@ def test_every_agent_rule_is_allowed_and_nothing_else(installed):
     for group, resource, verb, sub in [
             ("", "secrets", "get", ""), ("", "pods", "get", ""), ("", "pods", "create", ""), ("", "pods", "delete", ""),
             ("", "pods", "update", "status"), ("", "nodes", "patch", ""), ("", "nodes", "get", ""),
-            ("resource.k8s.io", "resourceclaims", "list", ""), ("resource.k8s.io", "resourceslices", "list", ""),
+            ("resource.k8s.io", "resourceclaims", "get", ""), ("resource.k8s.io", "resourceclaims", "watch", ""),
+            ("resource.k8s.io", "resourceclaims", "update", "status"), ("resource.k8s.io", "resourceslices", "list", ""),
             ("kubectl-dra.io", "nodeenforcementreports", "delete", ""), ("kubectl-dra.io", "nodeenforcementreports",
                                                                         "update", ""),
             ("kubectl-dra.io", "nodeenforcementreports", "list", ""), ("events.k8s.io", "events", "delete", ""),

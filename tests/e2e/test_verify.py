@@ -22,12 +22,20 @@ def test_example_reports(dra):
     result = dra("verify", "--snapshot", str(EXAMPLE))
     assert result.exit_code == 1, result
     hugetlb = ["1073741824", "max", "RuntimeHugetlbDisabled"]  # containerd's default: info, still a match
-    assert rows(result.stdout) == [
+    divergences, claims = result.stdout.split("\n\n")
+    assert rows(divergences) == [
         ["worker-cpu-1", "default", "risk-engine", "engine", "hugetlb.2MB.max", *hugetlb],
         ["worker-cpu-1", "default", "risk-engine", "engine", "hugetlb.2MB.rsvd.max", *hugetlb],
         ["worker-gpu-1", "ml", "embedder", "reranker", "memory.max", "5905580032", "4294967296", "DRAAmountMissing"],
         ["worker-gpu-1", "ml", "trainer-0-h6h2p", "trainer", "cpu.weight", "532", "313", "WeightFormula"]]
-    assert "2 nodes, 6 pods: 5 match, 1 diverged, 0 unknown" in result.stdout
+    # the node's DRA state: only claims with findings, each finding then in words
+    assert [(r[2], r[3], r[-1]) for r in rows(claims) if len(r) == 7] == [
+        ("ingest-gateway-nic-v2tc9", "false", "PreparedNotReserved,ReservedNotPrepared"),
+        ("llm-inference-7c9d8b6f5d-q8wzt-gpu-7xk2m", "true", "PreparedForGonePod"),
+        ("trainer-gpus-hd295", "true", "CDIDeviceMissing")]
+    assert sum(line.startswith("worker-gpu-1 ml/") for line in claims.splitlines()) == 5
+    assert "2 nodes, 6 pods: 5 match, 1 diverged, 0 unknown; 5 claims compared with the node: 5 findings" \
+        in result.stdout
     assert "Nodes without a report: worker-gpu-2 (4 pods not checked)" in result.stdout
 
 
@@ -55,11 +63,11 @@ def test_stale_report_is_not_trusted(tmp_path, dra):
             reranker = next(c for c in obj["spec"]["containers"] if c["name"] == "reranker")
             reranker["resources"]["limits"]["memory"] = "6Gi"  # resized after the agent's scan
     (tmp_path / "all.yaml").write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": objects}))
-    result = dra("verify", "--snapshot", str(tmp_path), "--node", "worker-gpu-1")
+    result = dra("verify", "embedder", "-n", "ml", "--snapshot", str(tmp_path), "--node", "worker-gpu-1")
     # neither a divergence (1) nor all clear (0): the summary and the exit code both say "not trusted"
     assert result.exit_code == 4, result
     assert "DRAAmountMissing(stale)" in result.stdout
-    assert "1 node, 5 pods: 4 match, 0 diverged, 0 unknown, 1 stale (the pod changed since the scan: not trusted)" \
+    assert "1 node, 1 pod: 0 match, 0 diverged, 0 unknown, 1 stale (the pod changed since the scan: not trusted)" \
         in result.stdout
 
 

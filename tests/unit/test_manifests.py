@@ -140,10 +140,49 @@ def test_kubelet_state_overlay_mounts_one_file_read_only():
 def test_crd_printer_columns_and_example_reports_fit_the_schema():
     crd = by_kind("CustomResourceDefinition")
     version = crd["spec"]["versions"][0]
-    assert [c["name"] for c in version["additionalPrinterColumns"]] == ["Node", "Pods", "Diverged", "Age"]
+    assert [c["name"] for c in version["additionalPrinterColumns"]] == ["Node", "Pods", "Diverged", "Claim-Findings", "Age"]
     assert version["subresources"] == {"status": {}}
     status_schema = version["schema"]["openAPIV3Schema"]["properties"]["status"]["properties"]
     for report in (ROOT / "examples" / "cluster" / "reports").glob("*.yaml"):
         doc = yaml.safe_load(report.read_text())
         assert set(doc["status"]) <= set(status_schema), report
         assert set(doc["status"]["summary"]) == set(status_schema["summary"]["properties"])
+
+
+@pytest.mark.kubectl
+def test_node_dra_state_overlay_mounts_only_what_its_checks_need():
+    base, ds = rendered_daemonset("."), rendered_daemonset("node-dra-state")
+    pod, agent = ds.spec.template.spec, ds.spec.template.spec.containers[0]
+    base_agent = base.spec.template.spec.containers[0]
+    # the base reads nothing of the kubelet's or the runtime's state
+    assert not [m for m in base_agent.volume_mounts if "kubelet" in m.mount_path or "cdi" in m.mount_path]
+    added = sorted((m.mount_path, m.read_only) for m in agent.volume_mounts
+                   if m.mount_path not in {b.mount_path for b in base_agent.volume_mounts})
+    assert added == [("/host/etc/cdi", True), ("/host/var/lib/kubelet/dra_manager_state", True),
+                     ("/host/var/lib/kubelet/pod-resources", True), ("/host/var/run/cdi", True)]
+    volumes = {v.name: (v.host_path.path, v.host_path.type) for v in pod.volumes if v.host_path}
+    # File, never FileOrCreate: an empty checkpoint would stop the kubelet's DRA manager
+    assert volumes["dra-checkpoint"] == ("/var/lib/kubelet/dra_manager_state", "File")
+    assert volumes["pod-resources"] == ("/var/lib/kubelet/pod-resources", "Directory")
+    assert agent.args == base_agent.args + ["--cdi-dir=/host/etc/cdi", "--cdi-dir=/host/var/run/cdi"]
+    # root for the 0600 checkpoint and the root-owned socket, and nothing more
+    assert pod.security_context.run_as_user == 0 and not pod.host_pid and not pod.host_network
+    assert agent.security_context.capabilities.drop == ["ALL"] and not agent.security_context.capabilities.add
+    assert agent.security_context.read_only_root_filesystem and agent.security_context.allow_privilege_escalation is False
+
+
+@pytest.mark.kubectl
+def test_the_cdi_component_alone_keeps_the_agent_non_root(tmp_path):
+    import shutil
+    import subprocess
+
+    from k8s_build import kubectl_path
+
+    overlay = tmp_path / "overlay"
+    shutil.copytree(MANIFESTS, tmp_path / "manifests")
+    overlay.mkdir()
+    (overlay / "kustomization.yaml").write_text("resources: [../manifests/agent]\ncomponents: [../manifests/components/cdi]\n")
+    out = subprocess.run([kubectl_path(), "kustomize", str(overlay)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    ds = k8s.V1DaemonSet.from_dict(next(d for d in yaml.safe_load_all(out.stdout) if d and d["kind"] == "DaemonSet"))
+    assert ds.spec.template.spec.security_context.run_as_non_root and ds.spec.template.spec.security_context.run_as_user == 65532
