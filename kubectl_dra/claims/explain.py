@@ -10,9 +10,21 @@ from kubectl_dra.allocatable.entries import unknown_inputs
 from kubectl_dra.claims.findings import claim_findings
 from kubectl_dra.claims.reservations import ConsumerView, ReservationView, consumers, resolve
 from kubectl_dra.claims.views import ClaimRef, DeviceView
-from kubectl_dra.document import Document, Finding
+from kubectl_dra.document import Document, Finding, Part
 from kubectl_dra.model.inventory import Inventory
 from kubectl_dra.model.resource import DeviceClass, DeviceRequestAllocationResult, ResourceClaim, ResourceSlice
+
+
+class NodeView(Part):
+    """The claim as one node's agent last saw it (its NodeEnforcementReport's ``status.claims``)."""
+
+    node: str
+    observed_at: str | None = None
+    prepared: bool | None = None
+    prepared_for: list[str] = Field(default_factory=list)
+    devices: list[str] = Field(default_factory=list)
+    cdi_devices: list[str] = Field(default_factory=list)
+    sources: list[str] = Field(default_factory=list)
 
 
 class ClaimExplanation(Document):
@@ -22,7 +34,31 @@ class ClaimExplanation(Document):
     reserved_for: list[ReservationView] = Field(default_factory=list)
     reserved_for_limit: int = 256
     consumers: list[ConsumerView] = Field(default_factory=list)
+    node_view: list[NodeView] = Field(default_factory=list)  # from agents' reports, when they have the claim
     findings: list[Finding] = Field(default_factory=list)
+
+
+def node_views(claim: ResourceClaim, inventory: Inventory) -> tuple[list[NodeView], list[Finding]]:
+    """What agents' reports say of this claim: the node's view and its findings (named after the node)."""
+    from kubectl_dra.model.registry import NodeEnforcementReportObject
+
+    views, findings = [], []
+    for report in inventory.all(NodeEnforcementReportObject):
+        status = report.status if isinstance(report.status, dict) else {}
+        for entry in status.get("claims") or ():
+            if not isinstance(entry, dict) or (entry.get("namespace"), entry.get("name")) != (claim.namespace, claim.name):
+                continue
+            if entry.get("uid") and claim.uid and entry["uid"] != claim.uid:
+                continue  # about an earlier object of the same name
+            views.append(NodeView(node=report.name, observed_at=status.get("observedAt"), prepared=entry.get("prepared"),
+                                  prepared_for=list(entry.get("preparedFor") or ()), devices=list(entry.get("devices") or ()),
+                                  cdi_devices=list(entry.get("cdiDevices") or ()), sources=list(entry.get("sources") or ())))
+            for f in entry.get("findings") or ():
+                if isinstance(f, dict) and f.get("code") and f.get("severity") in ("error", "warning", "info"):
+                    findings.append(Finding(code=f["code"], severity=f["severity"],
+                                            message=f"on node {report.name} (agent report, {status.get('observedAt')}): "
+                                                    f"{f.get('message', '')}"))
+    return views, findings
 
 
 def _request_class(claim: ResourceClaim, request: str) -> tuple[str | None, str | None]:
@@ -78,6 +114,7 @@ def explain_claim(claim: ResourceClaim, inventory: Inventory) -> ClaimExplanatio
     devices = [_device_view(claim, r, inventory, amounts_unknown) for r in results]
     reservations = [resolve(ref, claim, inventory) for ref in claim.status.reserved_for]
     users = consumers(claim, inventory)
+    views, node_findings = node_views(claim, inventory)
     deletion = claim.metadata.deletion_timestamp
     return ClaimExplanation(
         claim=ClaimRef(namespace=claim.namespace or "", name=claim.name, uid=claim.uid, state=claim.state(),
@@ -86,6 +123,7 @@ def explain_claim(claim: ResourceClaim, inventory: Inventory) -> ClaimExplanatio
         devices=devices,
         reserved_for=reservations,
         consumers=users,
-        findings=claim_findings(claim, devices, reservations, users, inventory),
+        node_view=views,
+        findings=claim_findings(claim, devices, reservations, users, inventory) + node_findings,
         problems=[p.message for p in inventory.problems],
     )

@@ -74,6 +74,12 @@ def claim(ctx: click.Context, kube, output, pod_name: str | None, name: str | No
             requests.append(ReadRequest(model, namespace if model.NAMESPACED else None, required=False))
             if model.KIND == "Deployment":
                 requests.append(ReadRequest(ReplicaSet, namespace, required=False))
+    from kubectl_dra.model.registry import NodeEnforcementReportObject
+
+    # the node's view, when an agent reports on the claim's node (or its reserved pods' nodes)
+    for node in sorted({found.node_name} - {None}):
+        requests.append(ReadRequest(NodeEnforcementReportObject, field_selector=f"metadata.name={node}",
+                                    required=False))
     inventory = read_around(opened, found, first, requests)
     result = explain_claim(found, inventory)
     emit(env, result, output, text=lambda: claim_tree(result, Style(env.use_color)))

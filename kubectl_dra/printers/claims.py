@@ -110,5 +110,15 @@ def claim_tree(result: ClaimExplanation, style: Style) -> str:
     for u in result.consumers:
         reserved = "reserved" if u.reserved else style("NOT reserved", "red")
         lines.append(f"  {u.pod}  {reserved}  {u.phase or '<unknown>'} on {u.node or '<unscheduled>'}  via {u.via}")
+    if result.node_view:
+        lines.append(f"{style('On the node', 'bold')} (the agent's report)")
+    for v in result.node_view:
+        prepared = {True: "prepared", False: style("NOT prepared", "red"), None: "preparation unknown"}[v.prepared]
+        held = f" for {', '.join(v.prepared_for)}" if v.prepared_for else ""
+        lines.append(f"  {v.node}  {prepared}{held}  (from {', '.join(v.sources) or 'no source'}, {v.observed_at})")
+        if v.devices:
+            lines.append(f"    devices: {', '.join(v.devices)}")
+        if v.cdi_devices:
+            lines.append(f"    CDI:     {', '.join(v.cdi_devices)}")
     lines += findings_lines(result.findings, style)
     return "\n".join(lines) + "\n"

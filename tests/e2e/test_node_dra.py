@@ -322,3 +322,84 @@ def test_unreadable_cdi_directory_is_said(node):
     doc = json.loads(result.stdout)
     assert source(doc, "cdi")["state"] == "unreadable"
     assert findings(doc) == []  # CDI IDs are not called missing when the directory could not be read
+
+
+# -- the example node: checkpoint, CDI specs and a PodResources socket --------------------------
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "cluster"
+
+
+@pytest.fixture
+def short_tmp():
+    """A unix socket path holds at most 107 bytes: pytest's tmp_path can be longer."""
+    import shutil
+    import tempfile
+
+    path = Path(tempfile.mkdtemp(prefix="dra-"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def test_scan_once_on_the_example_node_shows_each_finding(short_tmp):
+    import shutil
+
+    from kubectl_dra.kube.snapshot import load_snapshot
+    from kubectl_dra.verify.crosscheck import pods_on
+
+    tree = short_tmp / "worker-gpu-1"
+    shutil.copytree(ROOT / "examples" / "nodes" / "worker-gpu-1", tree)
+    pods = {p.name: p for p in pods_on(load_snapshot(EXAMPLE), "worker-gpu-1")}
+    (tree / "var/lib/kubelet/pod-resources").mkdir()
+    # the kubelet's PodResources: what the running containers hold (the embedder's two containers
+    # share one GPU); it agrees with the checkpoint, so it adds no finding of its own
+    embedder = pod_resources("ml", "embedder", {c: [{"claim": "embedder-gpu-qfx82", "driver": GPU, "pool": "worker-gpu-1",
+                                                     "device": "gpu-3"}] for c in ("encoder", "reranker")})
+    args = ["scan", "--once", "--snapshot", str(EXAMPLE), "--node", "worker-gpu-1",
+            "--cgroup-root", str(tree / "sys/fs/cgroup"), "--kubelet-root", str(tree / "var/lib/kubelet"),
+            "--cdi-dir", str(tree / "etc/cdi"), "--cdi-dir", str(tree / "var/run/cdi"), "-o", "json"]
+    with PodResourcesServer(str(tree / "var/lib/kubelet/pod-resources/kubelet.sock"), [embedder]) as server:
+        result = CliRunner().invoke(agent_cli, args)
+    assert server.lister.calls == 1 and result.exit_code == 1, result.output
+    doc = json.loads(result.stdout)
+    assert [(s["name"], s["state"]) for s in doc["status"]["sources"]] == [
+        ("draCheckpoint", "read"), ("cdi", "read"), ("podResources", "read")]
+    assert findings(doc) == [
+        ("ingest-gateway-nic-v2tc9", "PreparedNotReserved", "error"),
+        ("ingest-gateway-nic-v2tc9", "ReservedNotPrepared", "error"),
+        ("llm-inference-7c9d8b6f5d-q8wzt-gpu-7xk2m", "PreparedForGonePod", "warning"),
+        ("trainer-gpus-hd295", "CDIDeviceMissing", "error"), ("trainer-gpus-hd295", "CDIDeviceMissing", "error")]
+    embedder_claim = next(c for c in doc["status"]["claims"] if c["name"] == "embedder-gpu-qfx82")
+    assert embedder_claim["sources"] == ["checkpoint", "podResources"]
+    assert embedder_claim["preparedFor"] == [f"ml/{pods['embedder'].name}"]
+    # the same node with its checkpoint damaged: CheckpointCorrupt on each claim, nothing else from it
+    checkpoint = tree / "var/lib/kubelet/dra_manager_state"
+    checkpoint.write_bytes(checkpoint.read_bytes()[:-20])
+    result = CliRunner().invoke(agent_cli, args)
+    doc = json.loads(result.stdout)
+    assert {code for _, code, _ in findings(doc)} == {"CheckpointCorrupt"}
+    assert len(findings(doc)) == 4 and result.exit_code == 1  # one per claim the node's pods use
+
+
+def test_the_committed_example_report_is_what_a_scan_of_the_example_node_says():
+    """examples/cluster/reports/worker-gpu-1.yaml holds the claims section the example node yields."""
+    report = yaml.safe_load((EXAMPLE / "reports" / "worker-gpu-1.yaml").read_text())
+    assert sorted((c["name"], f["code"]) for c in report["status"]["claims"] for f in c["findings"]) == [
+        ("ingest-gateway-nic-v2tc9", "PreparedNotReserved"), ("ingest-gateway-nic-v2tc9", "ReservedNotPrepared"),
+        ("llm-inference-7c9d8b6f5d-q8wzt-gpu-7xk2m", "PreparedForGonePod"),
+        ("trainer-gpus-hd295", "CDIDeviceMissing"), ("trainer-gpus-hd295", "CDIDeviceMissing")]
+
+
+def test_explain_claim_shows_the_nodes_view_from_the_report(dra):
+    result = dra("explain", "claim", "ingest-gateway-nic-v2tc9", "-n", "ml", "--snapshot", str(EXAMPLE), "-o", "json")
+    doc = result.json()
+    assert doc["nodeView"] == [{"node": "worker-gpu-1", "observedAt": "2026-11-20T09:35:00Z", "prepared": False,
+                                "preparedFor": ["ml/ingest-gateway"], "devices": ["dra.net/worker-gpu-1/pci-0000-20-00-0"],
+                                "cdiDevices": [], "sources": ["checkpoint"]}]
+    codes = [f["code"] for f in doc["findings"] if f["message"].startswith("on node worker-gpu-1")]
+    assert codes == ["PreparedNotReserved", "ReservedNotPrepared"]
+    text = dra("explain", "claim", "ingest-gateway-nic-v2tc9", "-n", "ml", "--snapshot", str(EXAMPLE)).stdout
+    assert "On the node (the agent's report)" in text and "worker-gpu-1  NOT prepared for ml/ingest-gateway" in text
+    # a claim no agent reports on has no node view
+    assert dra("explain", "claim", "eval-gpu", "-n", "default", "--snapshot", str(EXAMPLE), "-o", "json").json()[
+        "nodeView"] == []
