@@ -34,10 +34,12 @@ EXAMPLE_CLAIMS = [
     ("default", "eval-gpu", [("StaleReservation", "warning"), ("StaleReservation", "warning")]),
     ("ml", "shared-gpu", [("ReferencedButNotReserved", "error")]),
     ("ml", "spare-gpu", [("PendingNoConsumers", "info")]),
-    ("ml", "trainer-gpus-hd295", []),
+    # node-side (the agent's report of worker-gpu-1): the claim's CDI spec is gone after a reboot
+    ("ml", "trainer-gpus-hd295", [("CDIDeviceMissing", "error"), ("CDIDeviceMissing", "error")]),
     ("default", "risk-engine-cpus", []),
     ("ml", "embedder-gpu-qfx82", []),
-    ("ml", "ingest-gateway-nic-v2tc9", []),
+    # node-side: the node holds an older object of the claim and never prepared this one
+    ("ml", "ingest-gateway-nic-v2tc9", [("PreparedNotReserved", "error"), ("ReservedNotPrepared", "error")]),
     ("ml", "llm-inference-7c9d8b6f5d-r772r-gpu-2nqcv", []),
 ]
 

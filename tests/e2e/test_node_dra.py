@@ -403,3 +403,28 @@ def test_explain_claim_shows_the_nodes_view_from_the_report(dra):
     # a claim no agent reports on has no node view
     assert dra("explain", "claim", "eval-gpu", "-n", "default", "--snapshot", str(EXAMPLE), "-o", "json").json()[
         "nodeView"] == []
+
+
+@pytest.mark.kernel
+def test_the_socket_answers_through_a_read_only_bind_mount(short_tmp):
+    """The DaemonSet mounts the kubelet's pod-resources directory read-only: connecting to a unix
+    socket needs write permission on the socket, not a writable mount (real kernel, as root)."""
+    import subprocess
+
+    from node_agent.podresources import list_pod_resources
+
+    src, ro = short_tmp / "src", short_tmp / "ro"
+    src.mkdir()
+    ro.mkdir()
+    if os.geteuid() != 0 or subprocess.run(["mount", "--bind", str(src), str(ro)], capture_output=True).returncode:
+        pytest.skip("needs root and bind mounts")
+    try:
+        assert subprocess.run(["mount", "-o", "remount,bind,ro", str(ro)], capture_output=True).returncode == 0
+        with PodResourcesServer(str(src / "kubelet.sock"), [pod_resources("ml", "p", {"c": [
+                {"claim": "x", "driver": GPU, "pool": NODE, "device": "gpu-0"}]})]):
+            view = list_pod_resources(str(ro / "kubelet.sock"), 3.0)
+        assert view.pods == frozenset({("ml", "p")}) and view.rows[0].device_key == f"{GPU}/{NODE}/gpu-0"
+        with pytest.raises(OSError, match="Read-only file system"):
+            (ro / "probe").write_text("x")
+    finally:
+        subprocess.run(["umount", str(ro)], capture_output=True)
