@@ -101,3 +101,20 @@ def pod_group(name: str, namespace: str = "ml", *, deleting: bool = False) -> di
     # the API server requires a scheduling policy: basic (no gang semantics) unless a test wants one
     return {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup", "metadata": meta,
             "spec": {"schedulingPolicy": {"basic": {}}}}
+
+
+def small_cluster() -> list[dict]:
+    """Two PodGroup members sharing a claim, a pod with a template claim, a pending claim and the
+    node's GPU slice: the live-read tests' cluster (the real control plane and the fault server)."""
+    gpu = "gpu.example.com"
+    trainer0 = pod("trainer-0", group="trainer", claims={"gpus": "trainer-gpus"})
+    trainer1 = pod("trainer-1", group="trainer", claims={"gpus": "trainer-gpus"})
+    web = pod("web", "default", generated={"gpu": "web-gpu-k2x9z"}, templates={"gpu": "single-gpu"})
+    return [
+        trainer0, trainer1, web, pod_group("trainer"),
+        claim("trainer-gpus", devices=[(gpu, "worker-1", "gpu-0"), (gpu, "worker-1", "gpu-1")],
+              reserved_for=[reserved_group("trainer")], labels={"team": "research"}),
+        claim("web-gpu-k2x9z", "default", devices=[(gpu, "worker-1", "gpu-2")], reserved_for=[reserved_pod(web)]),
+        claim("spare", devices=(), node=None),
+        resource_slice("worker-1", gpu, ["gpu-0", "gpu-1", "gpu-2", "gpu-3"]),
+    ]

@@ -9,29 +9,14 @@ import urllib.parse
 from pathlib import Path
 
 import pytest
-from builders import claim, pod, pod_group, reserved_group, reserved_pod, resource_slice
+from builders import small_cluster
 from controlplane import ADMIN_TOKEN, started
 from loader import load
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "e2e"))
 import test_claim_scenarios as scenarios  # noqa: E402
 
-GPU = "gpu.example.com"
 ADMIN = "kubectl-dra-admin"
-
-
-def small_cluster() -> list[dict]:
-    trainer0 = pod("trainer-0", group="trainer", claims={"gpus": "trainer-gpus"})
-    trainer1 = pod("trainer-1", group="trainer", claims={"gpus": "trainer-gpus"})
-    web = pod("web", "default", generated={"gpu": "web-gpu-k2x9z"}, templates={"gpu": "single-gpu"})
-    return [
-        trainer0, trainer1, web, pod_group("trainer"),
-        claim("trainer-gpus", devices=[(GPU, "worker-1", "gpu-0"), (GPU, "worker-1", "gpu-1")],
-              reserved_for=[reserved_group("trainer")], labels={"team": "research"}),
-        claim("web-gpu-k2x9z", "default", devices=[(GPU, "worker-1", "gpu-2")], reserved_for=[reserved_pod(web)]),
-        claim("spare", devices=(), node=None),
-        resource_slice("worker-1", GPU, ["gpu-0", "gpu-1", "gpu-2", "gpu-3"]),
-    ]
 
 
 @pytest.fixture(scope="module")

@@ -8,23 +8,9 @@ from __future__ import annotations
 import socket
 
 import pytest
-from builders import claim, pod, pod_group, reserved_group, reserved_pod, resource_slice
+from builders import claim, pod, small_cluster
 
 GPU = "gpu.example.com"
-
-
-def small_cluster() -> list[dict]:
-    trainer0 = pod("trainer-0", group="trainer", claims={"gpus": "trainer-gpus"})
-    trainer1 = pod("trainer-1", group="trainer", claims={"gpus": "trainer-gpus"})
-    web = pod("web", "default", generated={"gpu": "web-gpu-k2x9z"}, templates={"gpu": "single-gpu"})
-    return [
-        trainer0, trainer1, web, pod_group("trainer"),
-        claim("trainer-gpus", devices=[(GPU, "worker-1", "gpu-0"), (GPU, "worker-1", "gpu-1")],
-              reserved_for=[reserved_group("trainer")], labels={"team": "research"}),
-        claim("web-gpu-k2x9z", "default", devices=[(GPU, "worker-1", "gpu-2")], reserved_for=[reserved_pod(web)]),
-        claim("spare", devices=(), node=None),
-        resource_slice("worker-1", GPU, ["gpu-0", "gpu-1", "gpu-2", "gpu-3"]),
-    ]
 
 
 @pytest.fixture
