@@ -10,6 +10,7 @@ from kubectl_dra.allocatable.entries import unknown_inputs
 from kubectl_dra.claims.findings import claim_findings
 from kubectl_dra.claims.reservations import ConsumerView, ReservationView, consumers, resolve
 from kubectl_dra.claims.views import ClaimRef, DeviceView
+from kubectl_dra.allocation.explain import Allocation
 from kubectl_dra.document import Document, Finding, Part
 from kubectl_dra.model.inventory import Inventory
 from kubectl_dra.model.resource import DeviceClass, DeviceRequestAllocationResult, ResourceClaim, ResourceSlice
@@ -35,6 +36,7 @@ class ClaimExplanation(Document):
     reserved_for_limit: int = 256
     consumers: list[ConsumerView] = Field(default_factory=list)
     node_view: list[NodeView] = Field(default_factory=list)  # from agents' reports, when they have the claim
+    allocation: Allocation | None = None  # a claim not allocated yet: what the allocator would do now
     findings: list[Finding] = Field(default_factory=list)
 
 

@@ -23,9 +23,11 @@ def explain() -> None:
 @click.option("--pod", "pod_name", metavar="POD", shell_complete=object_names("Pod"),
               help="Find the claim through this pod: NAME is then the pod's claim name (optional when the pod "
                    "has one claim).")
+@click.option("--node", "only_node", metavar="NODE", shell_complete=object_names("Node"),
+              help="For a claim that is not allocated: explain the allocation on this node only.")
 @click.argument("name", required=False, shell_complete=object_names("ResourceClaim"))
 @click.pass_context
-def claim(ctx: click.Context, kube, output, pod_name: str | None, name: str | None) -> None:
+def claim(ctx: click.Context, kube, output, pod_name: str | None, only_node: str | None, name: str | None) -> None:
     """Explain a ResourceClaim: devices, reservations, consumers and findings.
 
     \b
@@ -82,6 +84,13 @@ def claim(ctx: click.Context, kube, output, pod_name: str | None, name: str | No
                                     required=False))
     inventory = read_around(opened, found, first, requests)
     result = explain_claim(found, inventory)
+    if found.status.allocation is None and not found.deleted:  # why is it pending: the allocator, node by node
+        from kubectl_dra.allocation.explain import allocation_findings, explain_allocation
+        from kubectl_dra.cli.runtime import add_reads, allocation_requests
+
+        add_reads(opened, inventory, allocation_requests(namespace, only_node))
+        result.allocation = explain_allocation([found], inventory, only_node=only_node)
+        result.findings += allocation_findings(result.allocation)
     emit(env, result, output, text=lambda: claim_tree(result, Style(env.use_color)))
     ctx.exit(report_problems(env, inventory))
 
@@ -117,9 +126,11 @@ def _claim_of_pod(env, opened, namespace: str | None, pod_name: str, pod_claim: 
 @kube_options
 @output_options(formats=("tree", "json", "yaml"), default="tree")
 @node_options
+@click.option("--node", "only_node", metavar="NODE", shell_complete=object_names("Node"),
+              help="For a pod not bound to a node: explain the allocation of its claims on this node only.")
 @click.argument("name", shell_complete=object_names("Pod"))
 @click.pass_context
-def pod(ctx: click.Context, kube, output, node_flags, name: str) -> None:
+def pod(ctx: click.Context, kube, output, node_flags, only_node: str | None, name: str) -> None:
     """Explain a pod's DRA amounts and the cgroup values that should enforce them.
 
     \b
@@ -168,6 +179,16 @@ def pod(ctx: click.Context, kube, output, node_flags, name: str) -> None:
     node = inventory.get(Node, None, found.node_name) if found.node_name else None
     options, sources = resolve(node_flags, node)
     result = explain_pod(found, inventory, options, sources)
+    if not found.node_name and found.spec.resource_claims and not found.is_done:  # why is it pending
+        from kubectl_dra.allocation.explain import allocation_findings, explain_allocation, pod_claims
+        from kubectl_dra.cli.runtime import add_reads, allocation_requests
+
+        add_reads(opened, inventory, allocation_requests(namespace, only_node))
+        pending, allocated, problems = pod_claims(found, inventory)
+        for problem in problems:
+            inventory.problem(problem, kind="ResourceClaim")
+        result.allocation = explain_allocation(pending, inventory, allocated=allocated, only_node=only_node)
+        result.findings += allocation_findings(result.allocation, found.status.nominated_node_name)
     emit(env, result, output, text=lambda: pod_tree(result, Style(env.use_color)))
     ctx.exit(report_problems(env, inventory))
 

@@ -79,6 +79,28 @@ def slice_requests(claims) -> list:
             for driver, pool in pairs]
 
 
+def allocation_requests(namespace: str | None, node: str | None = None) -> list:
+    """What explaining an allocation needs: the nodes (or one), every slice (DeviceTaintRule taints
+    come with issue 16), the device classes, every claim (what they hold is in use) and the
+    namespace's claim templates (a pod's claims before they exist)."""
+    from kubectl_dra.kube.reads import ReadRequest
+    from kubectl_dra.model.node import Node
+    from kubectl_dra.model.resource import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
+
+    return [ReadRequest(Node, field_selector=f"metadata.name={node}" if node else None, keep_raw=False),
+            ReadRequest(ResourceSlice, keep_raw=False), ReadRequest(DeviceClass, keep_raw=False),
+            ReadRequest(ResourceClaim, None, keep_raw=False),
+            ReadRequest(ResourceClaimTemplate, namespace, required=False, keep_raw=False)]
+
+
+def add_reads(opened: Opened, inventory: Inventory, requests) -> None:
+    """Read more into an inventory: objects, problems and which kinds were read."""
+    more = opened.source.read(requests)
+    inventory.extend(more.objects())  # the same object twice: the later read wins
+    inventory.problems += more.problems
+    inventory.read_kinds |= more.read_kinds
+
+
 def join_first(inventory: Inventory, found, first: Inventory) -> Inventory:
     """Add the object fetched first (and what went wrong reading it) to the rest of the reads."""
     inventory.add(found)

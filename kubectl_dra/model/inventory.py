@@ -60,6 +60,10 @@ class Inventory:
                 not_served: bool = False) -> None:
         self.problems.append(Problem(message=message, kind=kind, severity=severity, not_served=not_served))
 
+    def objects(self) -> Iterable[KubeObject]:
+        for objects in self._by_type.values():
+            yield from objects
+
     def all(self, model: type[T]) -> list[T]:
         return list(self._by_type.get(model, ()))  # type: ignore[arg-type]
 

@@ -167,6 +167,7 @@ class PodStatus(View):
     extended_resource_claim_status: ExtendedResourceClaimStatus | None = None
     container_statuses: list[ContainerStatus] = Field(default_factory=list)
     init_container_statuses: list[ContainerStatus] = Field(default_factory=list)
+    nominated_node_name: str | None = None
     resize: str | None = None  # deprecated since 1.33 (PodResizePending/InProgress conditions), still set by older kubelets
 
 

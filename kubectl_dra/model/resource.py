@@ -37,6 +37,7 @@ class ExactDeviceRequest(View):
     count: int | None = None
     admin_access: bool | None = None
     capacity: CapacityRequirements | None = None
+    tolerations: list[dict[str, Any]] = Field(default_factory=list)
 
 
 @view
@@ -293,6 +294,9 @@ class Device(View):
     node_allocatable_resources: dict[str, NodeAllocatableResource] = Field(default_factory=dict)
     node_allocatable_resource_mappings: dict[str, NodeAllocatableResourceMapping] = Field(default_factory=dict)
     taints: list[dict[str, Any]] = Field(default_factory=list)
+    binding_conditions: list[str] = Field(default_factory=list)
+    binding_failure_conditions: list[str] = Field(default_factory=list)
+    binds_to_node: bool | None = None
     # with spec.perDeviceNodeSelection, each device says which nodes reach it
     node_name: str | None = None
     node_selector: dict[str, Any] | None = None

@@ -12,6 +12,7 @@ from kubectl_dra.cgroups.options import NodeOptions
 from kubectl_dra.cgroups.predict import ContainerCgroup, CgroupFiles, predict_pod
 from kubectl_dra.claims.findings import where_missing
 from kubectl_dra.claims.reservations import is_reserved_for_pod
+from kubectl_dra.allocation.explain import Allocation
 from kubectl_dra.document import Document, Finding, Part
 from kubectl_dra.model.inventory import Inventory
 from kubectl_dra.model.pod import Pod
@@ -62,6 +63,7 @@ class PodExplanation(Document):
     findings: list[Finding] = Field(default_factory=list)
     node_options: NodeOptions
     node_options_source: dict[str, str] = Field(default_factory=dict)  # option -> flag | node | default
+    allocation: Allocation | None = None  # an unbound pod: what the allocator would do with its claims now
 
 
 def _amounts(entry: ClaimEntry, devices: list[str], kubelet: bool) -> ClaimAmounts:

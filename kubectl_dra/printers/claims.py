@@ -6,6 +6,7 @@ from datetime import datetime
 
 from kubectl_dra.claims.explain import ClaimExplanation
 from kubectl_dra.claims.summary import ClaimList
+from kubectl_dra.printers.allocation import allocation_lines
 from kubectl_dra.printers.findings import findings_lines
 from kubectl_dra.printers.style import Style
 from kubectl_dra.printers.table import NONE, Column, cell, human_age, render, scalar
@@ -120,5 +121,6 @@ def claim_tree(result: ClaimExplanation, style: Style) -> str:
             lines.append(f"    devices: {', '.join(v.devices)}")
         if v.cdi_devices:
             lines.append(f"    CDI:     {', '.join(v.cdi_devices)}")
+    lines += allocation_lines(result.allocation, style)
     lines += findings_lines(result.findings, style)
     return "\n".join(lines) + "\n"

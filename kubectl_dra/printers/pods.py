@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from kubectl_dra.pods.explain import PodExplanation
+from kubectl_dra.printers.allocation import allocation_lines
 from kubectl_dra.printers.findings import findings_lines
 from kubectl_dra.printers.nodeoptions import node_options_line
 from kubectl_dra.printers.style import Style
@@ -56,6 +57,7 @@ def pod_tree(result: PodExplanation, style: Style) -> str:
         kind = "" if c.type == "container" else f" ({c.type})"
         lines.append(f"{style('Container', 'bold')} {c.name}{kind} {c.path}")
         _files(lines, c.files, c.because, style, "  ")
+    lines += allocation_lines(result.allocation, style)
     lines += findings_lines(result.findings, style)
     lines.append(style(node_options_line(result.node_options.model_dump(mode="json", by_alias=True),
                                          result.node_options_source), "dim"))

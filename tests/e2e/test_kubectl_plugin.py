@@ -86,7 +86,7 @@ SNAP = ["--snapshot", str(EXAMPLE)]
     (["snapshot", "-o", ""], [":16"]),
     (["verify", "--cgroup-root", ""], [":16"]),
     # object names from the snapshot the words point at, in the namespace they select
-    (["explain", "claim", *SNAP, "-n", "default", ""], ["eval-gpu", "risk-engine-cpus", ":4"]),
+    (["explain", "claim", *SNAP, "-n", "default", ""], ["eval-gpu", "eval-replay-gpu", "risk-engine-cpus", ":4"]),
     (["explain", "pod", "-n", "ml", *SNAP, "e"], ["embedder", ":4"]),
     ([*SNAP, "explain", "node", ""], ["worker-cpu-1", "worker-gpu-1", "worker-gpu-2", ":4"]),
     (["verify", *SNAP, "--node", "worker-g"], ["worker-gpu-1", "worker-gpu-2", ":4"]),

@@ -1,0 +1,1 @@
+"""Why a claim cannot be allocated: the DRA allocator reproduced, device by device."""

@@ -1,0 +1,182 @@
+"""The resource pools the allocator sees from one node, as the 1.37 default ("incubating")
+allocator gathers them (k8s.io/dynamic-resource-allocation structured/internal/incubating
+pools_incubating.go @ v0.37.2).
+
+Per driver and pool, only the highest generation among the slices that reach the node is kept;
+a pool with fewer slices than ``resourceSliceCount`` is incomplete (no devices; an ``All``
+request that sees it fails), and one with a newer generation elsewhere is dropped as stale.
+Pools are ordered by (driver, pool) with pools holding devices with binding conditions last;
+slices by name; devices in slice order. A pool with a duplicate device, a duplicate counter set
+or a device consuming an unknown counter is invalid.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kubectl_dra.model.node import Node
+from kubectl_dra.model.resource import Device, ResourceSlice
+from kubectl_dra.pools.nodeselector import NodeSelectorError, node_selector_matches
+
+
+@dataclass(slots=True)
+class Pool:
+    driver: str
+    name: str
+    generation: int
+    incomplete: bool = False
+    invalid: str | None = None  # why the pool is invalid
+    slices: list[ResourceSlice] = field(default_factory=list)  # targeting the node, by name
+    others: list[ResourceSlice] = field(default_factory=list)  # same pool and generation, other nodes
+    counter_sets: dict[str, dict[str, object]] = field(default_factory=dict)  # set -> counter -> Quantity
+    binding: bool = False
+
+    @property
+    def key(self) -> str:
+        return f"{self.driver}/{self.name}"
+
+    def devices(self):
+        """(slice, device) in the allocator's order."""
+        for rs in self.slices:
+            for device in rs.spec.devices:
+                yield rs, device
+
+
+@dataclass(slots=True)
+class Gathered:
+    pools: list[Pool]
+    stale: list[tuple[str, int, int]]  # (driver/pool, generation seen here, newer generation)
+    errors: list[str]  # node selectors that do not parse (fatal for the scheduler)
+
+
+def node_matches(node: Node, name: str | None, all_nodes: bool | None, selector: dict | None) -> bool:
+    """``NodeMatches``: a node name, all nodes, or a node selector; nothing set matches nothing.
+    A selector that does not parse raises :class:`NodeSelectorError`."""
+    if name:
+        return node.name == name
+    if all_nodes:
+        return True
+    if selector is not None:
+        return node_selector_matches(selector, node.name, node.metadata.labels)
+    return False
+
+
+def _uses_compatibility_groups(rs: ResourceSlice) -> bool:
+    return any(isinstance(use, dict) and use.get("compatibilityGroups")
+               for device in rs.spec.devices for use in device.consumes_counters)
+
+
+def _relevant(rs: ResourceSlice, node: Node) -> bool:
+    spec = rs.spec
+    if spec.node_name or spec.all_nodes or spec.node_selector is not None:
+        return node_matches(node, spec.node_name, spec.all_nodes, spec.node_selector)
+    if spec.per_device_node_selection:
+        return any(node_matches(node, d.node_name, d.all_nodes, d.node_selector) for d in spec.devices)
+    return False
+
+
+def _counter_sets(slices: list[ResourceSlice]) -> tuple[dict, str | None]:
+    from kubectl_dra.quantity import Quantity, QuantityError
+
+    sets: dict[str, dict[str, object]] = {}
+    for rs in slices:
+        for counter_set in rs.spec.shared_counters:
+            name = counter_set.get("name") if isinstance(counter_set, dict) else None
+            if not isinstance(name, str):
+                continue
+            if name in sets:
+                return sets, f"duplicate counter set {name!r}"
+            values = {}
+            for counter, spec in (counter_set.get("counters") or {}).items():
+                try:
+                    values[counter] = Quantity.parse(str((spec or {}).get("value")))
+                except (QuantityError, AttributeError):
+                    return sets, f"counter {name}/{counter} has no valid value"
+            sets[name] = values
+    return sets, None
+
+
+def _consumption_problem(device: Device, sets: dict) -> str | None:
+    for use in device.consumes_counters:
+        name = use.get("counterSet") if isinstance(use, dict) else None
+        if name not in sets:
+            return f"device {device.name} consumes unknown counter set {name!r}"
+        for counter in (use.get("counters") or {}):
+            if counter not in sets[name]:
+                return f"device {device.name} consumes unknown counter {name}/{counter}"
+    return None
+
+
+def _build(driver: str, name: str, kept: list[ResourceSlice], pool_slices: list[ResourceSlice] | None,
+           partitionable: bool = True) -> Pool:
+    kept = sorted(kept, key=lambda rs: rs.name)
+    pool = Pool(driver=driver, name=name, generation=kept[0].spec.pool.generation)
+    kept_names = {rs.name for rs in kept}
+    counter_slices = [rs for rs in kept if rs.spec.shared_counters]
+    pool.slices = [rs for rs in kept if not rs.spec.shared_counters]
+    for rs in pool_slices or ():
+        if rs.name in kept_names:
+            continue
+        (counter_slices if rs.spec.shared_counters else pool.others).append(rs)
+    pool.counter_sets, problem = _counter_sets(counter_slices)
+    seen: set[str] = set()
+    for rs in pool.slices:
+        for device in rs.spec.devices:
+            if device.name in seen:
+                problem = problem or f"duplicate device name {device.name!r}"
+            seen.add(device.name)
+    for rs in (*pool.slices, *pool.others) if partitionable else ():
+        for device in rs.spec.devices:
+            problem = problem or _consumption_problem(device, pool.counter_sets)
+    pool.invalid = problem
+    pool.binding = any(d.binding_conditions for rs in pool.slices for d in rs.spec.devices)
+    return pool
+
+
+def gather(node: Node, slices: list[ResourceSlice], by_pool: dict[tuple[str, str], list[ResourceSlice]],
+           partitionable: bool = True) -> Gathered:
+    """``slices``: those that can reach the node (node-local ones of this node and every shared
+    one), in the API's order; ``by_pool``: every slice of the cluster by (driver, pool);
+    ``partitionable``: DRAPartitionableDevices (off: slices with per-device node selection or
+    shared counters are ignored)."""
+    kept: dict[tuple[str, str], list[ResourceSlice]] = {}
+    errors: list[str] = []
+    for rs in slices:
+        if not partitionable and (rs.spec.per_device_node_selection is not None or rs.spec.shared_counters):
+            continue
+        if _uses_compatibility_groups(rs):  # DRADeviceCompatibilityGroups is alpha and off: such slices are ignored
+            continue
+        try:
+            if not _relevant(rs, node):
+                continue
+        except NodeSelectorError as exc:
+            errors.append(f"ResourceSlice {rs.name}: node selector: {exc}")
+            continue
+        key = (rs.spec.driver, rs.spec.pool.name)
+        current = kept.get(key)
+        generation = rs.spec.pool.generation
+        if current is None or generation > current[0].spec.pool.generation:
+            kept[key] = [rs]
+        elif generation == current[0].spec.pool.generation:
+            current.append(rs)
+    normal, binding, stale = [], [], []
+    for (driver, name), pool_slices in kept.items():
+        count = pool_slices[0].spec.pool.resource_slice_count
+        generation = pool_slices[0].spec.pool.generation
+        if len(pool_slices) == count:
+            pool = _build(driver, name, pool_slices, None, partitionable)
+        else:
+            everything = by_pool.get((driver, name), [])
+            newer = max((rs.spec.pool.generation for rs in everything), default=generation)
+            if newer > generation:
+                stale.append((f"{driver}/{name}", generation, newer))
+                continue
+            same = [rs for rs in everything if rs.spec.pool.generation == generation
+                    and not _uses_compatibility_groups(rs)]  # ignored slices do not complete a pool
+            if len(same) != count:
+                pool = Pool(driver=driver, name=name, generation=generation, incomplete=True)
+            else:
+                pool = _build(driver, name, pool_slices, same, partitionable)
+        (binding if pool.binding else normal).append(pool)
+    order = lambda p: (p.driver, p.name)  # noqa: E731
+    return Gathered(pools=sorted(normal, key=order) + sorted(binding, key=order), stale=stale, errors=errors)

@@ -1,0 +1,41 @@
+"""The allocation explanation as text: per node, feasible or why not, the picks, and for each
+request its candidates and the rejected devices grouped by reason."""
+
+from __future__ import annotations
+
+from kubectl_dra.allocation.explain import Allocation
+from kubectl_dra.printers.style import Style
+from kubectl_dra.text import plural
+
+SHOW_DEVICES = 3  # devices named per rejection reason before "+N more"
+
+
+def _names(devices: list[str]) -> str:
+    shown = ", ".join(devices[:SHOW_DEVICES])
+    return shown + (f" +{len(devices) - SHOW_DEVICES} more" if len(devices) > SHOW_DEVICES else "")
+
+
+def allocation_lines(allocation: Allocation | None, style: Style) -> list[str]:
+    if allocation is None:
+        return []
+    feasible = len(allocation.feasible_nodes)
+    lines = [f"{style('Allocation', 'bold')} (what the scheduler's allocator would do now: {feasible} of "
+             f"{plural(allocation.nodes_checked, 'node')} can take {', '.join(allocation.claims) or 'nothing'})"]
+    for node in allocation.nodes:
+        if node.feasible:
+            picks = ", ".join(f"{r.driver}/{r.pool}/{r.device} ({r.request})" for r in node.results) or "nothing to allocate"
+            lines.append(f"  {node.node}  {style('feasible', 'green')}: would pick {picks}")
+            continue
+        lines.append(f"  {node.node}  {style('NOT feasible', 'red')}: {node.message or ''}".rstrip())
+        for request in node.requests:
+            lines.append(f"    {request.claim} {request.request} (wants {request.wanted}): "
+                         f"{plural(len(request.candidates), 'candidate')}"
+                         + (f" {_names(request.candidates)}" if request.candidates else ""))
+            groups: dict[tuple[str, str], list[str]] = {}
+            for rejected in request.rejected:
+                groups.setdefault((rejected.reason, rejected.message), []).append(rejected.device)
+            for (reason, message), devices in groups.items():
+                lines.append(f"      {reason}: {_names(devices)}" + (f" — {message}" if message else ""))
+    if allocation.omitted_nodes:
+        lines.append(f"  ... {plural(allocation.omitted_nodes, 'more node')} that cannot take them (--node NAME, or -o json)")
+    return lines
