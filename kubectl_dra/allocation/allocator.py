@@ -120,6 +120,8 @@ def _domain_maps(device: Device, driver: str) -> tuple[dict, dict]:
         value = attribute.value
         if attribute.version is not None:
             value = semver_value(attribute.version)
+        elif attribute.versions is not None:
+            value = [semver_value(v) for v in attribute.versions]
         attributes.setdefault(domain, {})[ident] = value
     capacity: dict[str, dict] = {}
     for name, cap in device.capacity.items():

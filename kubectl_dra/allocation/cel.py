@@ -291,9 +291,12 @@ def compile_selector(expression: str) -> Compiled:
     except RuntimeError as exc:
         message = str(exc).removeprefix("INVALID_ARGUMENT: ").split(" [INVALID_ARGUMENT]")[0].strip()
         named = _NAMED.findall(message)
-        unsupported = bool(named) and all(n.split(".")[-1] in UNSUPPORTED or n.split(".")[0] in UNSUPPORTED
-                                          for n in named)
+        # any such function makes it "cannot tell" (its macro variables are undeclared too): never "invalid"
+        unsupported = any(n.split(".")[-1] in UNSUPPORTED or n.split(".")[0] in UNSUPPORTED for n in named)
         return Compiled(expression, None, message, unsupported)
+    kind = program.return_type().name()
+    if kind not in ("BOOL", "DYN"):
+        return Compiled(expression, None, f"must evaluate to bool or the unknown type, not {kind.lower()}")
     return Compiled(expression, program, domains=_literal_domains(expression))
 
 
@@ -317,4 +320,4 @@ def evaluate(compiled: Compiled, device: dict) -> bool:
         return bool(value.value())
     if kind in ("error", "ERROR"):
         raise CELError(_key_error(str(value.value())))
-    raise CELError(f"CEL result of type {kind.lower()} could not be converted to bool")
+    raise CELError(f"CEL result of type {kind.split('<')[0].lower()} could not be converted to bool")

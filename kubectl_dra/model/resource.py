@@ -239,11 +239,15 @@ class DeviceAttribute(View):
     bool_: bool | None = Field(default=None, alias="bool")
     string: str | None = None
     version: str | None = None
+    # list-type attributes (DRAListTypeAttributes, alpha in 1.36)
+    ints: list[int] | None = None
+    bools: list[bool] | None = None
     strings: list[str] | None = None
+    versions: list[str] | None = None
 
     @property
     def value(self) -> Any:
-        for v in (self.int_, self.bool_, self.string, self.version, self.strings):
+        for v in (self.int_, self.bool_, self.string, self.version, self.ints, self.bools, self.strings, self.versions):
             if v is not None:
                 return v
         return None
