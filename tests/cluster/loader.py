@@ -104,14 +104,21 @@ def _create(plane, obj: dict, uids: dict[str, str] | None = None) -> dict:
 
 
 def _status(plane, obj: dict, created: dict, uids: dict[str, str]) -> None:
-    body = copy.deepcopy(created)
-    body["status"] = _swap(copy.deepcopy(obj["status"]), uids)
+    """Write the object's status; a controller that touched it meanwhile (the node controllers right
+    after a Node is created) makes the PUT conflict: then again on the current version."""
     path = f"{collection(obj)}/{obj['metadata']['name']}/status"
-    try:
-        plane.request("PUT", path, body)
-    except urllib.error.HTTPError as exc:
-        raise Rejected(f"{obj['kind']} {obj['metadata'].get('namespace', '')}/{obj['metadata']['name']} status "
-                       f"({obj['apiVersion']}): {_reason(exc)}") from None
+    current = created
+    for attempt in range(6):
+        body = copy.deepcopy(current)
+        body["status"] = _swap(copy.deepcopy(obj["status"]), uids)
+        try:
+            plane.request("PUT", path, body)
+            return
+        except urllib.error.HTTPError as exc:
+            if exc.code != 409 or attempt == 5:
+                raise Rejected(f"{obj['kind']} {obj['metadata'].get('namespace', '')}/{obj['metadata']['name']} "
+                               f"status ({obj['apiVersion']}): {_reason(exc)}") from None
+        current = plane.request("GET", f"{collection(obj)}/{obj['metadata']['name']}")
 
 
 def _established(plane, name: str) -> None:
