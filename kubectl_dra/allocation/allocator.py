@@ -93,21 +93,26 @@ class AllocatedState:
     def of(cls, claims: list[ResourceClaim], skip: set[str] = frozenset()) -> "AllocatedState":
         state = cls()
         for claim in claims:
-            if claim.uid in skip or claim.status.allocation is None:
-                continue
-            who = f"{claim.namespace}/{claim.name}"
-            for r in claim.status.allocation.devices.results:
-                if r.admin_access:
-                    continue
-                key = (r.driver, r.pool, r.device)
-                if r.share_id is None:
-                    state.exclusive[key] = who
-                    continue
-                state.shared.setdefault(key, []).append(who)
-                total = state.consumed.setdefault(key, {})
-                for name, value in (r.consumed_capacity or {}).items():
-                    total[name] = total[name] + value if name in total else value
+            if claim.uid not in skip:
+                state.add(claim)
         return state
+
+    def add(self, claim: ResourceClaim) -> None:
+        """What one claim's allocation holds (taken as claims stream by; nothing else of it is kept)."""
+        if claim.status.allocation is None:
+            return
+        who = f"{claim.namespace}/{claim.name}"
+        for r in claim.status.allocation.devices.results:
+            if r.admin_access:
+                continue
+            key = (r.driver, r.pool, r.device)
+            if r.share_id is None:
+                self.exclusive[key] = who
+                continue
+            self.shared.setdefault(key, []).append(who)
+            total = self.consumed.setdefault(key, {})
+            for name, value in (r.consumed_capacity or {}).items():
+                total[name] = total[name] + value if name in total else value
 
     def is_allocated(self, key) -> bool:
         return key in self.exclusive or key in self.shared or key in self.consumed

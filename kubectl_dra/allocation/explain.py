@@ -116,12 +116,14 @@ def _not_on_node(claim: ResourceClaim, node: Node) -> bool:
 
 
 def explain_allocation(claims: list[ResourceClaim], inventory: Inventory, *, allocated: list[ResourceClaim] = (),
-                       only_node: str | None = None, keep_infeasible: int = 8) -> Allocation:
+                       only_node: str | None = None, keep_infeasible: int = 8,
+                       state: AllocatedState | None = None) -> Allocation:
     """Allocate ``claims`` together on every node (or ``only_node``), as the scheduler's Filter
-    would; ``allocated``: the pod's claims that already have an allocation (the node must be theirs)."""
+    would; ``allocated``: the pod's claims that already have an allocation (the node must be theirs);
+    ``state``: what every claim holds, when the claims are not in ``inventory`` (a streamed list)."""
     classes = {c.name: c for c in inventory.all(DeviceClass)}
     skip = {c.uid for c in claims}
-    state = AllocatedState.of(inventory.all(ResourceClaim), skip)
+    state = state or AllocatedState.of(inventory.all(ResourceClaim), skip)
     by_node, shared, by_pool = _slice_index(inventory.all(ResourceSlice))
     nodes = sorted(inventory.all(Node), key=lambda n: n.name)
     if only_node is not None:

@@ -7,7 +7,7 @@ from datetime import datetime
 
 from typing import Iterable
 
-from pydantic import Field
+from pydantic import Field, PrivateAttr
 
 from kubectl_dra.document import Document, part
 from kubectl_dra.gcpause import gc_paused
@@ -40,6 +40,13 @@ class ClaimSummary:
 class ClaimList(Document):
     kind: str = "ClaimList"
     items: list[ClaimSummary] = Field(default_factory=list)
+    # pending claims that pods wait for, with what every claim holds: for the allocation findings
+    _waiting: list = PrivateAttr(default_factory=list)
+    _state: object = PrivateAttr(default=None)
+
+    @property
+    def waiting(self) -> list:
+        return self._waiting
 
 
 def consumer_label(ref: ResourceClaimConsumerReference, ambiguous: bool = False) -> str:
@@ -97,10 +104,39 @@ def list_claims(claims: Iterable[ResourceClaim], inventory: Inventory, *, detail
     """One summary per claim, taken as the claims arrive (nothing of a claim is kept but its row).
     ``detailed`` also joins devices and reservations (``inventory`` then holds the slices, pods and
     PodGroups) to fill the node-allocatable amounts and the finding codes."""
+    waiting: list = []
+    state = None
+    if detailed:
+        from kubectl_dra.allocation.allocator import AllocatedState
+
+        state = AllocatedState()
     with gc_paused():
-        items = _summaries(claims, inventory, detailed, only_findings)
+        items = _summaries(claims, inventory, detailed, only_findings, waiting, state)
     items.sort(key=sort_key(sort_by) or SORT_KEYS["namespace"])
-    return ClaimList(items=items, problems=[p.message for p in inventory.problems])
+    result = ClaimList(items=items, problems=[p.message for p in inventory.problems])
+    result._waiting, result._state = waiting, state
+    return result
+
+
+def _waiting_pods(claim: ResourceClaim, inventory: Inventory) -> list:
+    """Unscheduled pods that reference a pending claim: what makes the scheduler try to allocate it."""
+    pods = inventory.pods_by_claim().get((claim.namespace, claim.name), [])
+    return [p for p in pods if not p.node_name and not p.is_done]
+
+
+def add_allocation_findings(result: ClaimList, inventory: Inventory) -> None:
+    """``Unsatisfiable`` (no node can take the claim now) and ``UnsatisfiableOnNode`` (a waiting pod's
+    nominated node cannot) on the pending claims that pods wait for; ``inventory`` holds the nodes,
+    slices and classes."""
+    from kubectl_dra.allocation.explain import allocation_findings, explain_allocation
+
+    for item, claim, nominated in result._waiting:
+        allocation = explain_allocation([claim], inventory, state=result._state)
+        codes = set()
+        for node in nominated or [None]:
+            codes |= {f.code for f in allocation_findings(allocation, node)}
+        if codes:
+            item.findings = sorted(set(item.findings) | codes)
 
 
 def _add(totals: dict, key: str, q: Quantity) -> None:
@@ -108,10 +144,17 @@ def _add(totals: dict, key: str, q: Quantity) -> None:
 
 
 def _summaries(claims: Iterable[ResourceClaim], inventory: Inventory, detailed: bool,
-               only_findings: bool) -> list[ClaimSummary]:
+               only_findings: bool, waiting: list | None = None, state=None) -> list[ClaimSummary]:
     items = []
     for claim in claims:
         item = summarize(claim, inventory)
+        if state is not None:
+            state.add(claim)
+        if detailed and claim.status.allocation is None and not claim.deleted and waiting is not None:
+            pods = _waiting_pods(claim, inventory)
+            if pods:
+                waiting.append((item, claim, sorted({p.status.nominated_node_name for p in pods
+                                                     if p.status.nominated_node_name})))
         if detailed:
             from kubectl_dra.claims.explain import explain_claim
 

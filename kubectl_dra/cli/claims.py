@@ -71,6 +71,14 @@ def claims(ctx: click.Context, kube, output, selector: str | None, only_findings
     inventory = opened.source.read(context)
     result = list_claims(opened.source.stream(wanted, inventory), inventory, detailed=detailed,
                          only_findings=only_findings, sort_by=sort_by)
+    if result.waiting:  # pending claims pods wait for: can any node take them now?
+        from kubectl_dra.claims.summary import add_allocation_findings
+        from kubectl_dra.cli.runtime import add_reads
+        from kubectl_dra.model.node import Node
+        from kubectl_dra.model.resource import DeviceClass
+
+        add_reads(opened, inventory, [ReadRequest(Node, keep_raw=False), ReadRequest(DeviceClass, keep_raw=False)])
+        add_allocation_findings(result, inventory)
     require_kinds(env, inventory, ResourceClaim)
     show_namespace = opened.namespace is None
     empty_table = not result.items and output.format in ("table", "wide")
