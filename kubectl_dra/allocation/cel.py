@@ -58,12 +58,24 @@ def _literal_domains(expression: str) -> tuple[tuple[str, str], ...]:
     return tuple(dict.fromkeys(found))
 
 
-def _quantity_of(value):
+@lru_cache(maxsize=4096)
+def _parsed_quantity(text: str):
     from kubectl_dra.quantity import Quantity
 
+    return Quantity.parse(text)
+
+
+@lru_cache(maxsize=4096)
+def _parsed_semver(text: str):
+    import semver
+
+    return semver.Version.parse(text)
+
+
+def _quantity_of(value):
     if not isinstance(value, dict) or QUANTITY not in value:
         raise CELError("not a quantity")
-    return Quantity.parse(value[QUANTITY])
+    return _parsed_quantity(value[QUANTITY])
 
 
 def quantity_value(q) -> dict:
@@ -75,17 +87,18 @@ def semver_value(text: str) -> dict:
     """A version attribute as CEL sees it; build metadata is dropped (Kubernetes' Semver equality
     and ordering ignore it). An invalid version raises ValueError (Kubernetes then fails every
     evaluation on the device)."""
-    import semver
+    return {SEMVER: _canonical_semver(text)}
 
-    return {SEMVER: str(semver.Version.parse(text).replace(build=None))}
+
+@lru_cache(maxsize=4096)
+def _canonical_semver(text: str) -> str:
+    return str(_parsed_semver(text).replace(build=None))
 
 
 def _semver_of(value):
-    import semver
-
     if not isinstance(value, dict) or SEMVER not in value:
         raise CELError("not a semver")
-    return semver.Version.parse(value[SEMVER])
+    return _parsed_semver(value[SEMVER])
 
 
 def _compare(a, b) -> int:

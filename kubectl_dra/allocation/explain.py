@@ -57,9 +57,23 @@ class NodeAllocation:
     message: str | None = None  # why not, in one line
 
 
+@part
+class ProposalView:
+    """A node Karpenter could launch (NodePool x instance type) with the ResourceSlices the NodeOverlay
+    templates predict (a proposal, not Karpenter behaviour): would the claims fit on it?"""
+
+    node_pool: str
+    instance_type: str
+    feasible: bool
+    results: list[ResultView] = dataclasses.field(default_factory=list)
+    message: str | None = None
+    proposal: bool = True
+
+
 class Allocation(Part):
     feasible_nodes: list[str] = Field(default_factory=list)
     nodes: list[NodeAllocation] = Field(default_factory=list)
+    proposals: list[ProposalView] = Field(default_factory=list)  # predicted Karpenter nodes, when asked
     claims: list[str] = Field(default_factory=list)  # what was allocated together, in the scheduler's order
     nodes_checked: int = 0
     omitted_nodes: int = 0  # infeasible nodes left out of `nodes` (see --node)
@@ -208,6 +222,10 @@ def allocation_findings(allocation: Allocation, nominated: str | None = None) ->
             top = sorted(reasons.items(), key=lambda kv: -kv[1])[:3]
             message += "; devices rejected: " + ", ".join(f"{reason} x{n}" for reason, n in top)
         message += ". " + _next_step(allocation, reasons)
+        fits = [p for p in allocation.proposals if p.feasible]
+        if fits:
+            message += (" A node Karpenter could launch would fit (predicted slices, a proposal): "
+                        + ", ".join(f"NodePool {p.node_pool}, instance type {p.instance_type}" for p in fits[:3]) + ".")
         findings.append(Finding(code="Unsatisfiable", severity="error", message=message))
     return findings
 
@@ -260,3 +278,33 @@ def _next_step(allocation: Allocation, reasons: dict[str, int]) -> str:
     if klass is not None:
         return f"Next: no device matches the DeviceClass ({klass.message}); check the class and the drivers."
     return "Next: the devices are not reachable from these nodes (their node selection excludes them)."
+
+
+def explain_proposals(claims: list[ResourceClaim], inventory: Inventory, instance_types) -> list[ProposalView]:
+    """Allocate ``claims`` on each predicted node: ``instance_types`` are the overlay evaluation's
+    views (``nodePool``, ``name``, ``resourceSlices``). A fresh node holds no allocations; every
+    predicted slice reaches it (node-local templates by construction, selector-based ones are
+    written for such nodes)."""
+    classes = {c.name: c for c in inventory.all(DeviceClass)}
+    out = []
+    for view in instance_types:
+        if not view.resource_slices:
+            continue
+        name = f"proposal-{view.node_pool}-{view.name}"
+        node = Node.model_validate({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}})
+        slices = []
+        for index, predicted in enumerate(view.resource_slices):
+            spec = {k: v for k, v in predicted.items() if k in ("driver", "pool", "devices", "sharedCounters")}
+            spec["pool"] = {**(spec.get("pool") or {}), "name": (spec.get("pool") or {}).get("name") or name,
+                            "generation": 0}
+            spec["nodeName"] = name
+            slices.append(ResourceSlice.model_validate({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+                                                        "metadata": {"name": f"{name}-{index}"}, "spec": spec}))
+        by_pool: dict = {}
+        for rs in slices:
+            by_pool.setdefault((rs.spec.driver, rs.spec.pool.name), []).append(rs)
+        outcome = Allocator(claims, classes, AllocatedState()).allocate(node, gather(node, slices, by_pool))
+        view_out = _view(outcome)
+        out.append(ProposalView(node_pool=view.node_pool, instance_type=view.name, feasible=outcome.feasible,
+                                results=view_out.results, message=view_out.message))
+    return out

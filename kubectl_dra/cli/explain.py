@@ -188,9 +188,26 @@ def pod(ctx: click.Context, kube, output, node_flags, only_node: str | None, nam
         for problem in problems:
             inventory.problem(problem, kind="ResourceClaim")
         result.allocation = explain_allocation(pending, inventory, allocated=allocated, only_node=only_node)
+        if not result.allocation.feasible_nodes and only_node is None:
+            result.allocation.proposals = _proposals(opened, pending, inventory)
         result.findings += allocation_findings(result.allocation, found.status.nominated_node_name)
     emit(env, result, output, text=lambda: pod_tree(result, Style(env.use_color)))
     ctx.exit(report_problems(env, inventory))
+
+
+def _proposals(opened, claims, inventory) -> list:
+    """Would Karpenter launch a node for it: the claims on each NodePool x instance type with the
+    slices the NodeOverlay templates predict (none without NodePools or templates)."""
+    from kubectl_dra.allocation.explain import explain_proposals
+    from kubectl_dra.cli.overlays import read_overlay_inputs
+    from kubectl_dra.model.karpenter import NodeOverlay, NodePool
+    from kubectl_dra.overlays.engine import evaluate
+
+    more, types = read_overlay_inputs(opened, None, require_overlays=False)
+    if not more.all(NodePool) or not more.all(NodeOverlay):
+        return []
+    views = evaluate(more.all(NodeOverlay), more.all(NodePool), types).instance_types
+    return explain_proposals(claims, inventory, views)
 
 
 @explain.command("node", epilog=EPILOG)

@@ -36,6 +36,15 @@ def allocation_lines(allocation: Allocation | None, style: Style) -> list[str]:
                 groups.setdefault((rejected.reason, rejected.message), []).append(rejected.device)
             for (reason, message), devices in groups.items():
                 lines.append(f"      {reason}: {_names(devices)}" + (f" — {message}" if message else ""))
+    if allocation.proposals:
+        lines.append("  Nodes Karpenter could launch (slices predicted by NodeOverlay templates, a proposal):")
+        for proposal in allocation.proposals:
+            where = f"{proposal.node_pool}/{proposal.instance_type}"
+            if proposal.feasible:
+                picks = ", ".join(f"{r.driver}/{r.device} ({r.request})" for r in proposal.results)
+                lines.append(f"    {where}  {style('would fit', 'green')}: {picks}")
+            else:
+                lines.append(f"    {where}  would not fit: {proposal.message or ''}".rstrip())
     if allocation.omitted_nodes:
         lines.append(f"  ... {plural(allocation.omitted_nodes, 'more node')} that cannot take them (--node NAME, or -o json)")
     return lines

@@ -195,3 +195,37 @@ def test_a_function_this_tool_lacks_is_no_verdict(dra, tmp_path):
     codes = [f["code"] for f in doc["findings"]]
     assert "AllocationUnknown" in codes and "Unsatisfiable" not in codes
     assert [n["undetermined"] for n in doc["allocation"]["nodes"] if n["node"] == "worker-1"][0]
+
+
+def test_would_karpenter_launch_a_node_for_it(dra, tmp_path):
+    """No node fits a 141Gi GPU; the NodeOverlay templates predict p5en.48xlarge nodes with such GPUs
+    (a proposal): listed as would-fit, and the finding says so."""
+    it_key = "node.kubernetes.io/instance-type"
+    overlay = {"apiVersion": "karpenter.sh/v1alpha1", "kind": "NodeOverlay", "metadata": {"name": "h200-slices"},
+               "spec": {"weight": 10, "requirements": [{"key": it_key, "operator": "In", "values": ["p5en.48xlarge"]}],
+                        "dynamicResources": {"resourceSliceTemplates": [{"metadata": {"name": "gpus"}, "spec": {
+                            "driver": GPU, "devices": [{"name": f"gpu-{i}", "attributes": {"model": {"string": "H200"}},
+                                                        "capacity": {"memory": {"value": "141Gi"}}} for i in range(8)]}}]}}}
+    nodepool = {"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "gpu"},
+                "spec": {"template": {"metadata": {"labels": {}}, "spec": {"requirements": []}}}}
+    catalog = {"apiVersion": "kubectl-dra.io/v1alpha1", "kind": "InstanceTypeCatalog", "metadata": {"name": "c"},
+               "instanceTypes": [{"name": name, "labels": {it_key: name}, "capacity": {"cpu": "192", "memory": "2Ti"},
+                                  "offerings": [{"zone": "z1", "capacityType": "on-demand", "price": 1.0}]}
+                                 for name in ("p5en.48xlarge", "m7i.2xlarge")]}
+    big = 'device.capacity["gpu.example.com"].memory.compareTo(quantity("141Gi")) >= 0'
+    snap = write(tmp_path, [resource_slice("worker-1", GPU, ["gpu-0"]), overlay, nodepool, catalog,
+                            want("a", selector=big), pending("p", {"x": "a"})])
+    doc = dra("explain", "pod", "p", "-n", "ml", "--snapshot", snap, "-o", "json").json()
+    proposals = {(p["nodePool"], p["instanceType"]): p for p in doc["allocation"]["proposals"]}
+    assert list(proposals) == [("gpu", "p5en.48xlarge")]  # m7i has no predicted slices: not a candidate
+    fit = proposals[("gpu", "p5en.48xlarge")]
+    assert fit["feasible"] and fit["proposal"] and fit["results"][0]["device"] == "gpu-0"
+    (finding,) = [f for f in doc["findings"] if f["code"] == "Unsatisfiable"]
+    assert "NodePool gpu, instance type p5en.48xlarge" in finding["message"]
+    text = dra("explain", "pod", "p", "-n", "ml", "--snapshot", snap).stdout
+    assert "gpu/p5en.48xlarge  would fit: gpu.example.com/gpu-0 (req)" in text
+    # a pod that fits an existing node gets no proposals
+    snap2 = write(tmp_path / "2" if (tmp_path / "2").mkdir() is None else tmp_path,
+                  [resource_slice("worker-1", GPU, ["gpu-0"]), overlay, nodepool, catalog, want("a"),
+                   pending("p", {"x": "a"})])
+    assert dra("explain", "pod", "p", "-n", "ml", "--snapshot", snap2, "-o", "json").json()["allocation"]["proposals"] == []
