@@ -45,6 +45,11 @@ def pod_tree(result: PodExplanation, style: Style) -> str:
         lines.append(f"  {resource} {shown[0]}" + (f"   (DRA {shown[1]})" if dra else ""))
     if result.scheduler.note:
         lines.append(f"  {result.scheduler.note}")
+    if result.allocation is not None:  # not on a node yet: why it is pending is the story
+        lines += allocation_lines(result.allocation, style)
+        lines += findings_lines(result.findings, style)
+        lines.append(style("Cgroup values are predicted for when it runs: -o json (cgroups).", "dim"))
+        return "\n".join(lines) + "\n"
     lines.append(f"{style('Pod cgroup', 'bold')} {result.cgroups.pod.path or '<unknown>'}")
     if result.cgroups.unknown:
         lines.append("  " + style(f"unknown: {result.cgroups.unknown}", "yellow"))
@@ -57,7 +62,6 @@ def pod_tree(result: PodExplanation, style: Style) -> str:
         kind = "" if c.type == "container" else f" ({c.type})"
         lines.append(f"{style('Container', 'bold')} {c.name}{kind} {c.path}")
         _files(lines, c.files, c.because, style, "  ")
-    lines += allocation_lines(result.allocation, style)
     lines += findings_lines(result.findings, style)
     lines.append(style(node_options_line(result.node_options.model_dump(mode="json", by_alias=True),
                                          result.node_options_source), "dim"))
