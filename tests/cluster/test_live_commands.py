@@ -82,7 +82,7 @@ def test_snapshot_round_trip(example_cluster, dra, tmp_path):
     assert len(events) == len({e["objectRef"]["resource"] for e in events}), "one list call per kind"
     listed = {line.split()[0]: line.split()[1] for line in result.stdout.splitlines()[1:]}
     assert (listed["ResourceClaim"], listed["Pod"], listed["ResourceSlice"], listed["NodeOverlay"]) == (
-        "8", "11", "4", "3")
+        "11", "14", "4", "3")  # the example: 11 claims, 14 pods (3 pending)
     saved = yaml.safe_load((out / "resourceclaims.resource.k8s.io.yaml").read_text())
     live = plane.request("GET", "/apis/resource.k8s.io/v1/resourceclaims")
     assert sorted(i["metadata"]["uid"] for i in saved["items"]) == sorted(i["metadata"]["uid"] for i in live["items"])
@@ -178,7 +178,7 @@ def test_completion_reads_names_from_the_cluster(example_cluster):
     plane, kubeconfig = example_cluster
     mark = plane.audit_mark()
     claims = complete(["explain", "claim", "--kubeconfig", kubeconfig, "-n", "default", ""])
-    assert claims == ["eval-gpu", "risk-engine-cpus", ":4"]
+    assert claims == ["eval-gpu", "eval-replay-gpu", "risk-engine-cpus", ":4"]
     assert counts(plane.requests_since(mark, ADMIN)) == {"resourceclaims": 1}
     nodes = complete(["--kubeconfig", kubeconfig, "explain", "node", "worker-c"])
     assert nodes == ["worker-cpu-1", ":4"]

@@ -223,6 +223,11 @@ def test_claim_scenarios_live(live, dra, tmp_path, case, generation):
     name, build, expected = scenarios.CASES[case]
     index = case * 2 + (generation == "v1beta1")
     objects, namespace = isolated(build(), index, generation)
+    for klass in [o for o in objects if o["kind"] == "DeviceClass"]:  # cluster-scoped, shared by scenarios
+        objects.remove(klass)
+        names = {c["metadata"]["name"] for c in plane.request("GET", "/apis/resource.k8s.io/v1/deviceclasses")["items"]}
+        if klass["metadata"]["name"] not in names:
+            load(plane, [klass])
     load(plane, objects)
     kubeconfig = str(plane.kubeconfig(tmp_path / "kubeconfig", namespace=namespace, token=ADMIN_TOKEN))
     claim_name = scenarios.CLAIM_NAME.get(name.removesuffix("-healthy-twin"), "c")

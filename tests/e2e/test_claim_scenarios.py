@@ -111,8 +111,13 @@ def scenario_pending():
     return [SLICE, claim("c", node=None)]
 
 
+GPU_CLASS = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": GPU},
+             "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{GPU}"'}}]}}
+
+
 def twin_pending():
-    return [SLICE, claim("c", node=None), pod("waiting", node=None, claims={"g": "c"}, phase="Pending")]
+    """A pod waits for the claim and a node's free GPUs can take it: nothing to report."""
+    return [SLICE, GPU_CLASS, claim("c", node=None), pod("waiting", node=None, claims={"g": "c"}, phase="Pending")]
 
 
 def group_scenario(deleting: bool, mixed: bool = False):
