@@ -17,6 +17,7 @@ Besides the decision, every request gets its candidates and each rejected device
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 from kubectl_dra.allocation.cel import CELError, compile_selector, evaluate, quantity_value, semver_value
 from kubectl_dra.allocation.pools import Gathered, Pool, node_matches
@@ -67,6 +68,8 @@ class Pick:
     driver: str
     pool: str
     device: str
+    shared: bool = False  # a share of a device that allows multiple allocations (gets a shareID)
+    consumed: dict = field(default_factory=dict)  # its consumedCapacity (every capacity of the device)
 
 
 @dataclass(slots=True)
@@ -123,6 +126,8 @@ def _domain_maps(device: Device, driver: str) -> tuple[dict, dict]:
     for name, attribute in device.attributes.items():
         domain, _, ident = name.partition("/") if "/" in name else (driver, "", name)
         value = attribute.value
+        if value is None:
+            raise ValueError(f"attribute {name}: unsupported attribute value")
         if attribute.version is not None:
             value = semver_value(attribute.version)
         elif attribute.versions is not None:
@@ -173,9 +178,17 @@ def _blocking_taint(device: Device, tolerations: list[dict]) -> dict | None:
     return None
 
 
-def _policy_amount(requested: Quantity | None, cap) -> Quantity:
+INT64_MAX = (1 << 63) - 1
+
+
+class _RangeError(Exception):
+    """A capacity request the device's range arithmetic cannot represent (an allocation error)."""
+
+
+def _policy_amount(requested: Quantity | None, cap, fractional: bool = False) -> Quantity:
     """``calculateConsumedCapacity``: the default or full value when nothing is asked, rounded up to
-    the policy's range step or next valid value."""
+    the policy's range step or next valid value (integer arithmetic, or milli with
+    DRAFractionalCapacityRange when min/max/step are exact in milli and the step is >= 1m)."""
     policy = cap.request_policy or {}
     if requested is None:
         default = policy.get("default")
@@ -188,10 +201,26 @@ def _policy_amount(requested: Quantity | None, cap) -> Quantity:
         step = valid_range.get("step")
         if step is None:
             return requested
-        step_v, low_v, req_v = Quantity.parse(str(step)).value(), low.value(), requested.value()
+        step_q = Quantity.parse(str(step))
+        bounds = [low, step_q] + ([Quantity.parse(str(valid_range["max"]))] if valid_range.get("max") is not None else [])
+        milli = fractional and all(q.as_fraction() * 1000 == int(q.as_fraction() * 1000) for q in bounds) \
+            and step_q.as_fraction() >= Fraction(1, 1000)
+        scale = 1000 if milli else 1
+        def scaled(q: Quantity) -> int:  # Value() / MilliValue(): rounded up
+            v = q.as_fraction() * scale
+            return -(-v.numerator // v.denominator)
+
+        req_i = scaled(requested)
+        if req_i > INT64_MAX:
+            raise _RangeError(f"request {req_i} exceeds MaxInt64")
+        low_v, step_v = scaled(low), scaled(step_q)
         if step_v <= 0:
             return requested
-        return Quantity.from_int(low_v + step_v * -(-(req_v - low_v) // step_v))
+        steps = -(-(req_i - low_v) // step_v)
+        rounded = low_v + step_v * steps
+        if rounded > INT64_MAX:
+            raise _RangeError(f"rounding request {req_i} up to the next step passes MaxInt64")
+        return Quantity.from_milli(rounded) if milli else Quantity.from_int(rounded)
     values = sorted(Quantity.parse(str(v)) for v in policy.get("validValues") or ())
     for value in values:
         if value >= requested:
@@ -250,8 +279,8 @@ class Allocator:
             try:
                 attributes, capacity = _domain_maps(device, pool.driver)
                 invalid = None
-            except ValueError as exc:  # an invalid version attribute fails every evaluation on the device
-                attributes, capacity, invalid = {}, {}, f"invalid version attribute: {exc}"
+            except ValueError as exc:  # an invalid attribute fails every evaluation on the device
+                attributes, capacity, invalid = {}, {}, str(exc)
             cached = {"driver": pool.driver, "attributes": attributes, "capacity": capacity,
                       "allowMultipleAllocations": bool(device.allow_multiple_allocations)}
             if invalid:
@@ -296,19 +325,27 @@ class Allocator:
         self._selectable[key] = result
         return result
 
-    def _capacity_fits(self, rd: _Request, pool: Pool, device: Device, allocating: dict) -> tuple[bool, dict]:
-        """``CmpRequestOverCapacity``: (fits, what this request would consume)."""
+    def _capacity_fits(self, rd: _Request, pool: Pool, device: Device, allocating: dict,
+                       static: bool = False) -> tuple[bool, dict]:
+        """``CmpRequestOverCapacity``: (fits, what this request would consume); ``static``: against the
+        device's capacity alone (what ``All`` collects its devices with)."""
         if "consumableCapacity" not in self.features:
             return True, {}
         asked = rd.spec.capacity.requests if rd.spec.capacity else {}
         if any(name not in device.capacity for name in asked):
             return False, {}
         key = (pool.driver, pool.name, device.name)
-        current = self.state.consumed.get(key, {})
-        mine = allocating.get(key, {})
+        current = {} if static else self.state.consumed.get(key, {})
+        mine = {} if static else allocating.get(key, {})
         consumed = {}
         for name, cap in device.capacity.items():
-            amount = _policy_amount(asked.get(name), cap)
+            try:
+                amount = _policy_amount(asked.get(name), cap, "fractionalCapacityRange" in self.features)
+            except _RangeError as exc:
+                where = f"{pool.key}/{device.name}" if not static else device.name
+                raise AllocationError(f"claim {rd.claim}, request {rd.name}: checking capacity for device {where}: "
+                                      f"capacity \"{name}\": capacity request cannot be represented in the "
+                                      f"device's range arithmetic: {exc}") from None
             if amount.sign() < 0:
                 raise AllocationError(f"negative capacity request for {name}")
             if _violates(amount, cap):
@@ -392,8 +429,9 @@ class Allocator:
                         raise AllocationError(f"claim {who}, request {name}: admin access is requested, but the "
                                               "feature is disabled")
                     if spec.capacity and spec.capacity.requests and "consumableCapacity" not in self.features:
-                        raise AllocationError(f"claim {who}, request {name}: capacity requests need the "
-                                              "DRAConsumableCapacity feature, which is disabled")
+                        what = f"subrequest {name.split('/', 1)[1]}" if parent else f"request {name}"
+                        raise AllocationError(f"claim {who}, {what}: has capacity requests, but the "
+                                              "DRAConsumableCapacity feature is disabled")
                     if not spec.device_class_name:
                         raise AllocationError(f"claim {who}, request {name}: missing device class name "
                                               "(unsupported request type?)")
@@ -414,7 +452,7 @@ class Allocator:
                                                       f"pool {pool.key} is currently invalid ({pool.invalid})")
                             for rs, device in pool.devices():
                                 if self._selectable_for(rd, pool, rs, device, node)[0] and \
-                                        self._capacity_fits(rd, pool, device, {})[0]:
+                                        self._capacity_fits(rd, pool, device, {}, static=True)[0]:
                                     rd.all_devices.append((pool, rs, device))
                         rd.count = len(rd.all_devices)
                     elif spec.allocation_mode in ("ExactCount", "", None):
@@ -528,7 +566,7 @@ class Allocator:
         not change the decision: the search follows the allocator's own order."""
         key = (pool.driver, pool.name, device.name)
         multi = self._multi(device)
-        held = not rd.spec.admin_access and not multi and key in self.state.exclusive
+        held = not rd.spec.admin_access and key in self.state.exclusive  # exclusive: not shareable either
         try:
             ok, reason, message = self._selectable_for(rd, pool, rs, device, node)
         except Undetermined as exc:
@@ -566,8 +604,10 @@ class Allocator:
         constraints = [self._constraints(claim) for claim in self.claims]
         chosen: dict[tuple[int, int], int] = {}
 
-        def in_use(key) -> bool:
-            return key in self.state.exclusive or bool(allocating.get(key))
+        def in_use(key, multi: bool) -> bool:
+            """Held exclusively by another claim (even a shareable device allocated before as a whole),
+            or picked in this attempt (exclusive devices only)."""
+            return key in self.state.exclusive or (not multi and bool(allocating.get(key)))
 
         def add(rd: _Request, pool: Pool, rs: ResourceSlice, device: Device, must: bool):
             """``allocateDevice``: an undo function, or None when the device cannot be taken."""
@@ -576,7 +616,7 @@ class Allocator:
             if rd.spec.admin_access:
                 if not multi and rd.claim_index in allocating.get(key, set()):
                     return None
-            elif not multi and in_use(key):
+            elif in_use(key, multi):
                 return None
             if device.consumes_counters and "partitionableDevices" not in self.features:
                 return None
@@ -616,7 +656,8 @@ class Allocator:
                 mine = capacity.setdefault(key, {})
                 for name, value in consumed.items():
                     mine[name] = mine[name] + value if name in mine else value
-            picks[rd.claim_index].append(Pick(rd.claim, rd.name, pool.driver, pool.name, device.name))
+            picks[rd.claim_index].append(Pick(rd.claim, rd.name, pool.driver, pool.name, device.name, shared=multi,
+                                              consumed=dict(consumed) if multi else {}))
 
             def undo():
                 picks[rd.claim_index].pop()
@@ -688,7 +729,7 @@ class Allocator:
                         if rd.spec.admin_access:
                             if not multi and claim in allocating.get(key, set()):
                                 continue
-                        elif not multi and in_use(key):
+                        elif in_use(key, multi):
                             continue
                         if not self._selectable_for(rd, pool, rs, device, node)[0]:
                             continue

@@ -13,9 +13,13 @@ import pytest
 from kubectl_dra.allocation.allocator import AllocatedState, Allocator
 from kubectl_dra.allocation.pools import gather
 from kubectl_dra.model.registry import parse_object
+from kubectl_dra.quantity import Quantity
 
-CASES = json.loads((Path(__file__).resolve().parents[1] / "fixtures" / "allocator" /
-                    "upstream-stable-cases.json").read_text())
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "allocator"
+CASES = json.loads((FIXTURES / "upstream-stable-cases.json").read_text())
+# the cases only the incubating allocator (1.37's default) runs: consumable capacity, binding
+# conditions, fractional capacity, and the lexicographical-order ones
+INCUBATING = json.loads((FIXTURES / "upstream-incubating-cases.json").read_text())
 
 
 def _obj(raw: dict, api_version: str, kind: str):
@@ -33,6 +37,10 @@ def run(case: dict):
     state = AllocatedState()
     for device in case["allocatedDevices"]:
         state.exclusive[tuple(device.split("/", 2))] = "other/claim"
+    for shared in case.get("allocatedSharedDevices") or ():
+        state.shared.setdefault(tuple(shared.split("/")[:3]), []).append("other/claim")
+    for device, consumed in (case.get("aggregatedCapacity") or {}).items():
+        state.consumed[tuple(device.split("/", 2))] = {k: Quantity.parse(v) for k, v in consumed.items()}
     by_pool: dict = {}
     for rs in slices:
         by_pool.setdefault((rs.spec.driver, rs.spec.pool.name), []).append(rs)
@@ -41,7 +49,7 @@ def run(case: dict):
     return Allocator(claims, classes, state, features=features).allocate(node, gathered), claims
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
+@pytest.mark.parametrize("case", CASES + INCUBATING, ids=[c["name"] for c in CASES + INCUBATING])
 def test_upstream_case(case):
     outcome, claims = run(case)
     if case["expectError"]:
@@ -55,11 +63,16 @@ def test_upstream_case(case):
         return
     assert outcome.feasible
     for index, (claim, expected) in enumerate(zip(claims, case["expectResults"])):
-        got = [(p.request, p.driver, p.pool, p.device) for p in outcome.results if p.claim == claim.name]
+        def row(p):
+            consumed = {k: str(v) for k, v in p.consumed.items()} if p.consumed else None
+            return (p.request, p.driver, p.pool, p.device, p.shared, json.dumps(consumed, sort_keys=True))
+
+        got = [row(p) for p in outcome.results if p.claim == claim.name]
         if len({c.name for c in claims}) != len(claims):  # two claims of one name: by position in pick order
-            got = [(p.request, p.driver, p.pool, p.device) for p in outcome.results][
-                sum(len(e) for e in case["expectResults"][:index]):][:len(expected)]
-        want = [(r["request"], r["driver"], r["pool"], r["device"]) for r in expected]
+            got = [row(p) for p in outcome.results][sum(len(e) for e in case["expectResults"][:index]):][:len(expected)]
+        want = [(r["request"], r["driver"], r["pool"], r["device"], bool(r.get("shared")),
+                 json.dumps({k: str(Quantity.parse(v)) for k, v in r["consumedCapacity"].items()}, sort_keys=True)
+                 if r.get("consumedCapacity") else "null") for r in expected]
         if case.get("resultOrderSignificant"):
             assert got == want
         else:

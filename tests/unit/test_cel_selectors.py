@@ -167,13 +167,17 @@ def test_kubernetes_libraries(expression, expected):
         assert got is expected
 
 
-def test_invalid_version_attribute_fails_every_evaluation_on_the_device():
+def test_invalid_attributes_fail_every_evaluation_on_the_device():
     from kubectl_dra.allocation.pools import Pool
     from kubectl_dra.allocation.allocator import Allocator, AllocatedState
 
     view = Device.model_validate({"name": "d", "attributes": {"v": {"version": "not-a-version"}}})
     cel_device = Allocator([], {}, AllocatedState())._cel_device(Pool(DRV, "p", 1), view)
-    with pytest.raises(CELError, match="invalid version attribute"):
+    with pytest.raises(CELError, match="not valid SemVer"):
+        evaluate(compile_selector("true"), cel_device)
+    empty = Device.model_validate({"name": "e", "attributes": {"flag": {}}})  # an attribute with no value
+    cel_device = Allocator([], {}, AllocatedState())._cel_device(Pool(DRV, "p", 1), empty)
+    with pytest.raises(CELError, match="attribute flag: unsupported attribute value"):
         evaluate(compile_selector("true"), cel_device)
 
 
