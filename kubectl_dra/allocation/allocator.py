@@ -254,8 +254,10 @@ class Allocator:
     """One pod's (or one claim's) allocation problem over the cluster's slices."""
 
     def __init__(self, claims: list[ResourceClaim], classes: dict[str, DeviceClass], state: AllocatedState,
-                 gathered: dict[str, Gathered] | None = None, features: frozenset[str] = DEFAULT_FEATURES):
+                 gathered: dict[str, Gathered] | None = None, features: frozenset[str] = DEFAULT_FEATURES,
+                 rule_taints: dict | None = None):
         self.features = features
+        self.rule_taints = rule_taints or {}  # (driver, pool, device) -> DeviceTaintRule taints
         self.claims = claims
         self.classes = classes
         self.state = state
@@ -269,8 +271,18 @@ class Allocator:
     def _multi(self, device: Device) -> bool:
         return bool(device.allow_multiple_allocations) and "consumableCapacity" in self.features
 
-    def _taint(self, device: Device, tolerations: list[dict]) -> dict | None:
-        return _blocking_taint(device, tolerations) if "deviceTaints" in self.features else None
+    def _taint(self, pool: Pool, device: Device, tolerations: list[dict]) -> dict | None:
+        """The first taint that keeps the request off the device: the driver's, then the rules' (the
+        scheduler's slice tracker adds DeviceTaintRule taints to the devices they select)."""
+        if "deviceTaints" not in self.features:
+            return None
+        found = _blocking_taint(device, tolerations)
+        if found is None and self.rule_taints:
+            extra = self.rule_taints.get((pool.driver, pool.name, device.name))
+            if extra:
+                found = next((t for t in extra if t.get("effect") in ("NoSchedule", "NoExecute")
+                              and not _tolerated(t, tolerations)), None)
+        return found
 
     def _cel_device(self, pool: Pool, device: Device) -> dict:
         key = id(device)
@@ -589,9 +601,10 @@ class Allocator:
             trial: dict = {}
             if not self._counters_fit(pool, device, trial):
                 return "Counters", "the pool's shared counters are used up by other allocations"
-        taint = self._taint(device, rd.spec.tolerations)
+        taint = self._taint(pool, device, rd.spec.tolerations)
         if taint is not None:
-            return "Taint", f"taint {taint.get('key')}={taint.get('value', '')}:{taint.get('effect')} is not tolerated"
+            rule = f" (DeviceTaintRule {taint['rule']})" if taint.get("rule") else ""
+            return "Taint", f"taint {taint.get('key')}={taint.get('value', '')}:{taint.get('effect')}{rule} is not tolerated"
         return None
 
     # -- the search (allocateOne) ----------------------------------------------------------------
@@ -624,7 +637,7 @@ class Allocator:
             if not skip_counters and device.consumes_counters and not self._counters_fit(pool, device, counters):
                 return None
             counted = not skip_counters and bool(device.consumes_counters)
-            if self._taint(device, rd.spec.tolerations) is not None:
+            if self._taint(pool, device, rd.spec.tolerations) is not None:
                 if counted:
                     self._release(pool, device, counters)
                 return None

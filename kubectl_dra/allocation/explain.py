@@ -119,6 +119,23 @@ def _slice_index(slices: list[ResourceSlice]):
     return by_node, shared, by_pool
 
 
+def _rule_taints(inventory: Inventory) -> dict:
+    """DeviceTaintRule taints per selected device (published devices of the current generations)."""
+    from kubectl_dra.model.resource import DeviceTaintRule
+    from kubectl_dra.taints.explain import published_devices, rule_selects
+
+    rules = [r for r in inventory.all(DeviceTaintRule) if r.spec.taint.effect in ("NoSchedule", "NoExecute")]
+    if not rules:
+        return {}
+    out: dict = {}
+    for key in published_devices(inventory.all(ResourceSlice)):
+        for rule in rules:
+            if rule_selects(rule, key):
+                t = rule.spec.taint
+                out.setdefault(key, []).append({"key": t.key, "value": t.value, "effect": t.effect, "rule": rule.name})
+    return out
+
+
 def _not_on_node(claim: ResourceClaim, node: Node) -> bool:
     selector = claim.status.allocation.node_selector if claim.status.allocation else None
     if not selector:
@@ -142,7 +159,7 @@ def explain_allocation(claims: list[ResourceClaim], inventory: Inventory, *, all
     nodes = sorted(inventory.all(Node), key=lambda n: n.name)
     if only_node is not None:
         nodes = [n for n in nodes if n.name == only_node]
-    allocator = Allocator(claims, classes, state)
+    allocator = Allocator(claims, classes, state, rule_taints=_rule_taints(inventory))
     views: list[NodeAllocation] = []
     for node in nodes:
         elsewhere = [c for c in allocated if _not_on_node(c, node)]

@@ -117,6 +117,13 @@ def explain_claim(claim: ResourceClaim, inventory: Inventory) -> ClaimExplanatio
     reservations = [resolve(ref, claim, inventory) for ref in claim.status.reserved_for]
     users = consumers(claim, inventory)
     views, node_findings = node_views(claim, inventory)
+    from kubectl_dra.taints.explain import claim_taints
+
+    taints, taint_findings = claim_taints(claim, inventory)
+    for device in devices:
+        device.taints = [{k: v for k, v in (("key", t.key), ("value", t.value), ("effect", t.effect),
+                                            ("timeAdded", t.time_added), ("source", t.source)) if v}
+                         for t in taints.get((device.driver, device.pool, device.device), ())]
     deletion = claim.metadata.deletion_timestamp
     return ClaimExplanation(
         claim=ClaimRef(namespace=claim.namespace or "", name=claim.name, uid=claim.uid, state=claim.state(),
@@ -126,6 +133,6 @@ def explain_claim(claim: ResourceClaim, inventory: Inventory) -> ClaimExplanatio
         reserved_for=reservations,
         consumers=users,
         node_view=views,
-        findings=claim_findings(claim, devices, reservations, users, inventory) + node_findings,
+        findings=claim_findings(claim, devices, reservations, users, inventory) + taint_findings + node_findings,
         problems=[p.message for p in inventory.problems],
     )

@@ -171,7 +171,7 @@ def _summaries(claims: Iterable[ResourceClaim], inventory: Inventory, detailed: 
             item.node_allocatable = {k: str(v) for k, v in sorted(totals.items())}
             item.node_allocatable_overhead = {r: {k: str(v) for k, v in parts.items()}
                                               for r, parts in sorted(overhead.items())}
-        if only_findings and not item.findings:
-            continue
+        if only_findings and not item.findings and not (waiting and waiting[-1][0] is item):
+            continue  # (a claim pods wait for stays until its allocation findings are in)
         items.append(item)
     return items

@@ -41,5 +41,6 @@ class DeviceView:
     subrequest: str | None = None
     device_class_found: bool | None = None  # None when DeviceClasses were not read
     conditions: list[dict[str, str]] = dataclasses.field(default_factory=list)
+    taints: list[dict[str, str]] = dataclasses.field(default_factory=list)  # driver's and DeviceTaintRules' (source)
     network_data: dict[str, Any] | None = None
     invalid_fields: list[str] = dataclasses.field(default_factory=list)  # of the device in its slice: what they feed is unknown

@@ -14,6 +14,7 @@ COMMANDS = {
     "claims": ("kubectl_dra.cli.claims:claims", "List ResourceClaims: state, node, devices, reservations."),
     "explain": ("kubectl_dra.cli.explain:explain", "Explain a claim, a pod or a node: devices, holders, DRA amounts, cgroups."),
     "snapshot": ("kubectl_dra.cli.snapshot:snapshot", "Save every object kubectl-dra reads, for offline use."),
+    "taints": ("kubectl_dra.cli.taints:taints", "Tainted devices and what they do; dry-run a DeviceTaintRule."),
     "overlays": ("kubectl_dra.cli.overlays:overlays", "Karpenter NodeOverlays: prices and capacity with provenance."),
     "options": ("kubectl_dra.cli.version:options", "List the connection flags every command accepts."),
     "verify": ("kubectl_dra.cli.verify:verify", "Compare what the nodes enforce with what the scheduler counted."),

@@ -77,8 +77,13 @@ def claims(ctx: click.Context, kube, output, selector: str | None, only_findings
         from kubectl_dra.model.node import Node
         from kubectl_dra.model.resource import DeviceClass
 
-        add_reads(opened, inventory, [ReadRequest(Node, keep_raw=False), ReadRequest(DeviceClass, keep_raw=False)])
+        from kubectl_dra.model.resource import DeviceTaintRule
+
+        add_reads(opened, inventory, [ReadRequest(Node, keep_raw=False), ReadRequest(DeviceClass, keep_raw=False),
+                                      ReadRequest(DeviceTaintRule, required=False, keep_raw=False)])
         add_allocation_findings(result, inventory)
+    if only_findings:
+        result.items = [item for item in result.items if item.findings]
     require_kinds(env, inventory, ResourceClaim)
     show_namespace = opened.namespace is None
     empty_table = not result.items and output.format in ("table", "wide")

@@ -65,8 +65,11 @@ def claim(ctx: click.Context, kube, output, pod_name: str | None, only_node: str
         raise click.UsageError("give a claim NAME, or --pod POD [CLAIM-NAME]")
     found, first = fetch_named(env, opened, ResourceClaim, namespace, name)
     namespace = found.namespace
+    from kubectl_dra.model.resource import DeviceTaintRule
+
     requests = [ReadRequest(Pod, namespace, keep_raw=False), *slice_requests([found]),
-                ReadRequest(DeviceClass, required=False, keep_raw=False)]
+                ReadRequest(DeviceClass, required=False, keep_raw=False),
+                ReadRequest(DeviceTaintRule, required=False, keep_raw=False)]
     refs = found.status.reserved_for
     if any(r.is_pod_group for r in refs):
         requests.append(ReadRequest(PodGroup, namespace, required=False))

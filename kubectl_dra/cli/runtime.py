@@ -80,15 +80,18 @@ def slice_requests(claims) -> list:
 
 
 def allocation_requests(namespace: str | None, node: str | None = None) -> list:
-    """What explaining an allocation needs: the nodes (or one), every slice (DeviceTaintRule taints
-    come with issue 16), the device classes, every claim (what they hold is in use) and the
-    namespace's claim templates (a pod's claims before they exist)."""
+    """What explaining an allocation needs: the nodes (or one), every slice and DeviceTaintRule (their
+    taints), the device classes, every claim (what they hold is in use) and the namespace's claim
+    templates (a pod's claims before they exist)."""
     from kubectl_dra.kube.reads import ReadRequest
     from kubectl_dra.model.node import Node
     from kubectl_dra.model.resource import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
 
+    from kubectl_dra.model.resource import DeviceTaintRule
+
     return [ReadRequest(Node, field_selector=f"metadata.name={node}" if node else None, keep_raw=False),
             ReadRequest(ResourceSlice, keep_raw=False), ReadRequest(DeviceClass, keep_raw=False),
+            ReadRequest(DeviceTaintRule, required=False, keep_raw=False),
             ReadRequest(ResourceClaim, None, keep_raw=False),
             ReadRequest(ResourceClaimTemplate, namespace, required=False, keep_raw=False)]
 

@@ -135,6 +135,19 @@ class ExtendedResourceClaimStatus(View):
 
 
 @view
+class ResourceHealth(View):
+    resource_id: str = Field(default="", alias="resourceID")  # a CDI ID, or driver/pool/device
+    health: str = ""  # Healthy | Unhealthy | Unknown
+    message: str | None = None
+
+
+@view
+class ResourceStatus(View):
+    name: str = ""  # claim:<pod claim name>[/<request>]
+    resources: list[ResourceHealth] = Field(default_factory=list)
+
+
+@view
 class ContainerStatus(View):
     name: str
     container_id: str | None = Field(default=None, alias="containerID")
@@ -142,6 +155,7 @@ class ContainerStatus(View):
     restart_count: int = 0
     started: bool | None = None
     state: dict[str, Any] = Field(default_factory=dict)  # running | waiting | terminated
+    allocated_resources_status: list[ResourceStatus] = Field(default_factory=list)  # the kubelet's device health
 
     @property
     def running(self) -> bool:

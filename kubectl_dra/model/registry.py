@@ -11,7 +11,8 @@ from kubectl_dra.model.base import KubeObject, View, field_path, view
 from kubectl_dra.model.karpenter import NodeClaim, NodeOverlay, NodePool
 from kubectl_dra.model.node import Node
 from kubectl_dra.model.pod import Pod
-from kubectl_dra.model.resource import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
+from kubectl_dra.model.resource import (DeviceClass, DeviceTaintRule, ResourceClaim, ResourceClaimTemplate,
+                                         ResourceSlice)
 from kubectl_dra.model.scheduling import PodGroup
 from kubectl_dra.model.workloads import Deployment, Job, ReplicaSet, StatefulSet
 
@@ -33,7 +34,7 @@ class NodeEnforcementReportObject(KubeObject):
     status: dict = Field(default_factory=dict)
 
 MODELS: tuple[type[KubeObject], ...] = (
-    Pod, Node, ResourceClaim, ResourceClaimTemplate, ResourceSlice, DeviceClass, PodGroup,
+    Pod, Node, ResourceClaim, ResourceClaimTemplate, ResourceSlice, DeviceClass, DeviceTaintRule, PodGroup,
     NodePool, NodeClaim, NodeOverlay, Deployment, ReplicaSet, StatefulSet, Job, NodeEnforcementReportObject,
 )
 BY_GROUP_KIND: dict[tuple[str, str], type[KubeObject]] = {(m.GROUP, m.KIND): m for m in MODELS}

@@ -73,6 +73,7 @@ class DeviceRequestAllocationResult(View):
     admin_access: bool | None = None
     share_id: str | None = Field(default=None, alias="shareID")
     consumed_capacity: ResourceList | None = None  # None ("nil map") differs from {} for the scheduler
+    tolerations: list[dict[str, Any]] = Field(default_factory=list)  # the request's, copied at allocation
 
     @property
     def device_id(self) -> tuple[str, str, str]:
@@ -385,3 +386,50 @@ class DeviceClass(KubeObject):
     NAMESPACED: ClassVar[bool] = False
 
     spec: DeviceClassSpec = Field(default_factory=DeviceClassSpec)
+
+
+# ---- device taint rules -------------------------------------------------------------------
+
+@view
+class DeviceTaintSelector(View):
+    """Each field set must equal the device's (exact match); ``{}`` selects every device."""
+    driver: str | None = None
+    pool: str | None = None
+    device: str | None = None
+
+    def matches(self, driver: str, pool: str, device: str) -> bool:
+        return (self.driver is None or self.driver == driver) and (self.pool is None or self.pool == pool) \
+            and (self.device is None or self.device == device)
+
+
+@view
+class DeviceTaint(View):
+    key: str = ""
+    value: str = ""
+    effect: str = ""
+    time_added: datetime | None = None
+
+
+@view
+class DeviceTaintRuleSpec(View):
+    device_selector: DeviceTaintSelector | None = None  # absent: selects no device
+    taint: DeviceTaint = Field(default_factory=DeviceTaint)
+
+
+@view
+class DeviceTaintRuleStatus(View):
+    conditions: list[Condition] = Field(default_factory=list)
+
+
+@view
+class DeviceTaintRule(KubeObject):
+    """Admin-side taints on devices (resource.k8s.io/v1 in 1.37; v1beta2 and v1alpha3 off by default)."""
+
+    KIND: ClassVar[str] = "DeviceTaintRule"
+    GROUP: ClassVar[str] = RESOURCE_GROUP
+    VERSIONS: ClassVar[tuple[str, ...]] = ("v1", "v1beta2", "v1alpha3")
+    PLURAL: ClassVar[str] = "devicetaintrules"
+    NAMESPACED: ClassVar[bool] = False
+
+    spec: DeviceTaintRuleSpec = Field(default_factory=DeviceTaintRuleSpec)
+    status: DeviceTaintRuleStatus = Field(default_factory=DeviceTaintRuleStatus)

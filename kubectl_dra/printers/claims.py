@@ -97,6 +97,10 @@ def claim_tree(result: ClaimExplanation, style: Style) -> str:
                          + " ".join(f"{k}={v}" for k, v in parts.items()))
         for cond in d.conditions:
             lines.append(f"    condition {cond['type']}={cond['status']} {cond.get('reason') or ''}".rstrip())
+        for taint in d.taints:
+            value = f"={taint['value']}" if taint.get("value") else ""
+            lines.append(f"    taint {taint['key']}{value}:{taint['effect']} ({taint.get('source', 'slice')}"
+                         + (f", since {taint['timeAdded']}" if taint.get("timeAdded") else "") + ")")
         if d.network_data:
             lines.append("    network: " + " ".join(f"{k}={scalar(v)}" for k, v in d.network_data.items()))
     lines.append(f"{style('Reserved for', 'bold')} ({len(result.reserved_for)} of {result.reserved_for_limit})")

@@ -40,7 +40,8 @@ EXAMPLE_CLAIMS = [
     ("ml", "embedder-gpu-qfx82", []),
     # node-side: the node holds an older object of the claim and never prepared this one
     ("ml", "ingest-gateway-nic-v2tc9", [("PreparedNotReserved", "error"), ("ReservedNotPrepared", "error")]),
-    ("ml", "llm-inference-7c9d8b6f5d-r772r-gpu-2nqcv", []),
+    # its GPU is reported Unhealthy by the kubelet (allocatedResourcesStatus)
+    ("ml", "llm-inference-7c9d8b6f5d-r772r-gpu-2nqcv", [("DeviceUnhealthy", "warning")]),
 ]
 
 

@@ -1,0 +1,328 @@
+"""Device taints and what they do, as the device taint eviction controller decides
+(kube-controller-manager, pkg/controller/devicetainteviction @ v1.37.2).
+
+Taints come from ResourceSlices (the pool's highest generation only) and from DeviceTaintRules
+(matched against published devices and against allocation results: a rule taints an allocated
+device even when no slice lists it). Only ``NoExecute`` evicts; ``NoSchedule`` keeps new
+allocations away and leaves existing ones; ``None`` does nothing. The pods at stake are those on a
+node that use the claim (by name; through a template or an extended-resource status, if the claim
+is theirs) and that ``status.reservedFor`` lists. Tolerations are the claim's allocation results'
+(copied from the request when it was allocated) and count only with effect ``NoExecute``: one
+without ``tolerationSeconds`` tolerates forever, otherwise the shortest delay counts from the
+taint's ``timeAdded``. Eviction deletes the pod (no PodDisruptionBudget).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import datetime, timedelta, timezone
+from typing import Literal
+
+from pydantic import Field
+
+from kubectl_dra.document import Document, Finding, part
+from kubectl_dra.model.inventory import Inventory
+from kubectl_dra.model.pod import Pod
+from kubectl_dra.model.resource import DeviceTaintRule, ResourceClaim, ResourceSlice
+from kubectl_dra.pools.slices import current_slices
+from kubectl_dra.text import plural
+
+Outcome = Literal["Evicted", "EvictionPending", "WouldEvict", "Tolerated", "BlocksNewAllocations"]
+Key = tuple[str, str, str]  # driver, pool, device
+
+
+@part
+class TaintView:
+    key: str
+    value: str = ""
+    effect: str = ""
+    time_added: str | None = None
+    source: str = "slice"  # "slice" or "rule/<name>"
+
+
+@part
+class ConsumerOutcome:
+    claim: str  # namespace/name
+    pods: list[str] = dataclasses.field(default_factory=list)  # namespace/name
+    outcome: Outcome = "Tolerated"
+    evict_at: str | None = None  # when the controller deletes the pods (NoExecute)
+
+
+@part
+class TaintedDevice:
+    device: str  # driver/pool/device
+    node: str | None = None
+    taints: list[TaintView] = dataclasses.field(default_factory=list)
+    consumers: list[ConsumerOutcome] = dataclasses.field(default_factory=list)
+    published: bool = True  # False: only an allocation names it (a rule still taints it)
+
+
+class TaintExplanation(Document):
+    kind: str = "TaintExplanation"
+    dry_run: bool = False
+    rule: str | None = None  # the rule evaluated with --dry-run
+    devices: list[TaintedDevice] = Field(default_factory=list)
+    findings: list[Finding] = Field(default_factory=list)
+
+
+def _time(value) -> str | None:
+    return value.strftime("%Y-%m-%dT%H:%M:%SZ") if isinstance(value, datetime) else None
+
+
+def _taint(raw: dict, source: str) -> TaintView:
+    added = raw.get("timeAdded")
+    return TaintView(key=raw.get("key") or "", value=raw.get("value") or "", effect=raw.get("effect") or "",
+                     time_added=added if isinstance(added, str) else _time(added), source=source)
+
+
+def rule_taint(rule: DeviceTaintRule, now: datetime | None = None) -> TaintView:
+    """A rule's taint; an unset ``timeAdded`` is what the API server fills in: now."""
+    taint = rule.spec.taint
+    added = _time(taint.time_added) or (_time(now) if now else None)
+    return TaintView(key=taint.key, value=taint.value, effect=taint.effect, time_added=added,
+                     source=f"rule/{rule.name}")
+
+
+def rule_selects(rule: DeviceTaintRule, key: Key) -> bool:
+    """No ``deviceSelector`` selects nothing; ``{}`` selects everything; set fields match exactly."""
+    selector = rule.spec.device_selector
+    return selector is not None and selector.matches(*key)
+
+
+def published_devices(slices: list[ResourceSlice]) -> dict[Key, str | None]:
+    """Every device of each pool's highest generation, with the node of its slice."""
+    out: dict[Key, str | None] = {}
+    for rs in current_slices(slices):
+        for device in rs.spec.devices:
+            out[(rs.spec.driver, rs.spec.pool.name, device.name)] = rs.spec.node_name or device.node_name
+    return out
+
+
+def device_taints(inventory: Inventory, rules: list[DeviceTaintRule], now: datetime,
+                  extra_keys=()) -> dict[Key, list[TaintView]]:
+    """Taints per device: the slices' (highest generation), then every matching rule's."""
+    out: dict[Key, list[TaintView]] = {}
+    for rs in current_slices(inventory.all(ResourceSlice)):
+        for device in rs.spec.devices:
+            if device.taints:
+                key = (rs.spec.driver, rs.spec.pool.name, device.name)
+                out.setdefault(key, []).extend(_taint(t, "slice") for t in device.taints)
+    if rules:
+        keys = set(published_devices(inventory.all(ResourceSlice))) | set(extra_keys)
+        for rule in sorted(rules, key=lambda r: r.name):
+            taint = rule_taint(rule, now)
+            for key in keys:
+                if rule_selects(rule, key):
+                    out.setdefault(key, []).append(taint)
+    return out
+
+
+def _tolerates(toleration: dict, taint: TaintView) -> bool:
+    if toleration.get("key") and toleration["key"] != taint.key:
+        return False
+    operator = toleration.get("operator") or "Equal"
+    return operator == "Exists" or (operator == "Equal" and (toleration.get("value") or "") == taint.value)
+
+
+def _parse(text: str | None) -> datetime | None:
+    if not text:
+        return None
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def eviction_time(claim: ResourceClaim, taints: dict[Key, list[TaintView]], now: datetime):
+    """``claimEvictionTime``: (when, evicting taints, taints tolerated forever) for one claim."""
+    when, evicting, forever = None, [], []
+    for result in claim.status.allocation.devices.results if claim.status.allocation else ():
+        tolerations = [t for t in result.tolerations if t.get("effect") == "NoExecute"]
+        for taint in taints.get((result.driver, result.pool, result.device), ()):
+            if taint.effect != "NoExecute":
+                continue
+            matching = [t for t in tolerations if _tolerates(t, taint)]
+            if any(t.get("tolerationSeconds") is None for t in matching):
+                forever.append(taint)
+                continue
+            added = _parse(taint.time_added) or now
+            at = added + timedelta(seconds=min(max(t["tolerationSeconds"], 0) for t in matching)) if matching else added
+            evicting.append(taint)
+            when = at if when is None or at < when else when
+    return when, evicting, forever
+
+
+def _claim_is_pods(claim: ResourceClaim, pod: Pod) -> bool:
+    controller = claim.metadata.controller()
+    return controller is not None and controller.uid == pod.uid
+
+
+def pods_at_stake(claim: ResourceClaim, inventory: Inventory) -> list[Pod]:
+    """The pods the eviction controller would delete for this claim."""
+    reserved = {ref.uid for ref in claim.status.reserved_for}
+    out = []
+    for pod in inventory.pods_by_claim().get((claim.namespace, claim.name), []):
+        if not pod.node_name or pod.uid not in reserved or pod.metadata.deletion_timestamp is not None:
+            continue
+        direct = any(pc.resource_claim_name == claim.name for pc in pod.spec.resource_claims)
+        if not direct and not _claim_is_pods(claim, pod):
+            continue
+        out.append(pod)
+    return out
+
+
+def _consumer(claim: ResourceClaim, taints: dict[Key, list[TaintView]], inventory: Inventory, now: datetime,
+              dry_run: bool) -> ConsumerOutcome | None:
+    """What the taints do to one claim's pods; None when no taint on its devices has an effect."""
+    label = f"{claim.namespace}/{claim.name}"
+    keys = [(r.driver, r.pool, r.device) for r in claim.status.allocation.devices.results]
+    if not any(t.effect in ("NoSchedule", "NoExecute") for k in keys for t in taints.get(k, ())):
+        return None
+    pods = pods_at_stake(claim, inventory)
+    when, evicting, forever = eviction_time(claim, taints, now)
+    names = sorted(f"{p.namespace}/{p.name}" for p in pods)
+    if when is not None:
+        outcome = "WouldEvict" if dry_run else ("Evicted" if when <= now else "EvictionPending")
+        # a rule not applied yet has no timeAdded: "at once" unless a tolerationSeconds delays it
+        at = None if dry_run and when <= now else _time(when)
+        return ConsumerOutcome(claim=label, pods=names, outcome=outcome, evict_at=at)
+    if any(t.effect == "NoSchedule" for k in keys for t in taints.get(k, ())):
+        return ConsumerOutcome(claim=label, pods=names, outcome="BlocksNewAllocations")
+    return ConsumerOutcome(claim=label, pods=names, outcome="Tolerated")
+
+
+def explain_taints(inventory: Inventory, now: datetime | None = None, *, dry_run: DeviceTaintRule | None = None,
+                   rules: list[DeviceTaintRule] | None = None) -> TaintExplanation:
+    """Every tainted device and the claims and pods it touches; with ``dry_run``, only what that rule
+    would add, as if it were applied now."""
+    now = now or datetime.now(timezone.utc)
+    rules = list(rules if rules is not None else inventory.all(DeviceTaintRule))
+    claims = [c for c in inventory.all(ResourceClaim) if c.status.allocation is not None]
+    allocated: dict[Key, list[ResourceClaim]] = {}
+    for claim in claims:
+        for r in claim.status.allocation.devices.results:
+            allocated.setdefault((r.driver, r.pool, r.device), []).append(claim)
+    published = published_devices(inventory.all(ResourceSlice))
+    if dry_run is not None:
+        rules = [r for r in rules if r.name != dry_run.name] + [dry_run]
+    taints = device_taints(inventory, rules, now, extra_keys=allocated)
+    result = TaintExplanation(dry_run=dry_run is not None, rule=dry_run.name if dry_run else None)
+    shown = sorted(taints) if dry_run is None else sorted(k for k in taints if rule_selects(dry_run, k))
+    for key in shown:
+        device = TaintedDevice(device="/".join(key), node=published.get(key), published=key in published,
+                               taints=taints[key])
+        if dry_run is not None:  # what the rule changes: judge the consumers with its taint alone added
+            device.taints = [t for t in taints[key] if t.source == f"rule/{dry_run.name}"] + \
+                            [t for t in taints[key] if t.source != f"rule/{dry_run.name}"]
+        for claim in allocated.get(key, ()):
+            consumer = _consumer(claim, taints, inventory, now, dry_run is not None)
+            if consumer is not None:
+                device.consumers.append(consumer)
+        result.devices.append(device)
+    result.findings = _findings(result, dry_run, published, claims, inventory)
+    result.problems = [p.message for p in inventory.problems]
+    return result
+
+
+def _findings(result: TaintExplanation, dry_run, published, claims, inventory: Inventory) -> list[Finding]:
+    findings: list[Finding] = []
+    if dry_run is not None:
+        selector = dry_run.spec.device_selector
+        at_stake = {p for d in result.devices for c in d.consumers if c.outcome == "WouldEvict" for p in c.pods}
+        if selector is None:
+            findings.append(Finding(code="DeviceTaintRuleSelectsNothing", severity="warning",
+                                    message=f"rule {dry_run.name} has no deviceSelector: it selects no device"))
+        elif selector.driver is None and selector.pool is None and selector.device is None:
+            findings.append(Finding(code="DeviceTaintRuleTooBroad", severity="error", message=(
+                f"rule {dry_run.name} has an empty deviceSelector ({{}}): it selects every device of the cluster "
+                f"({plural(len(published), 'published device')}) and with {dry_run.spec.taint.effect or 'its effect'} "
+                f"puts {plural(len(at_stake), 'pod')} at stake (kubernetes#141422: such a rule evicted every DRA pod "
+                "of a cluster). Set driver, pool or device")))
+        elif published and all(rule_selects(dry_run, k) for k in published):
+            findings.append(Finding(code="DeviceTaintRuleTooBroad", severity="error", message=(
+                f"rule {dry_run.name} selects every published device of the cluster ({len(published)}) and puts "
+                f"{plural(len(at_stake), 'pod')} at stake: narrow it to the pool or device you mean")))
+        if dry_run.spec.taint.effect not in ("None", "NoSchedule", "NoExecute"):
+            findings.append(Finding(code="DeviceTaintRuleInvalid", severity="error", message=(
+                f"rule {dry_run.name}: effect {dry_run.spec.taint.effect!r} is not None, NoSchedule or NoExecute "
+                "(the API server rejects it)")))
+    for device in result.devices:
+        for consumer in device.consumers:
+            pods = ", ".join(consumer.pods) or "no scheduled pod"
+            sources = ", ".join(sorted({t.source for t in device.taints if t.effect == "NoExecute"}))
+            if consumer.outcome in ("Evicted", "EvictionPending", "WouldEvict"):
+                verb = {"Evicted": "are evicted (deleted) by the device taint eviction controller",
+                        "EvictionPending": f"will be evicted at {consumer.evict_at} (tolerationSeconds)",
+                        "WouldEvict": "would be evicted " + (f"at {consumer.evict_at} (tolerationSeconds)" if consumer.evict_at
+                                                             else "as soon as the rule is applied")
+                        }[consumer.outcome]
+                findings.append(Finding(code="DeviceTaintedNoExecute", severity="error", object=f"resourceclaim/{consumer.claim}",
+                                        message=f"device {device.device} of claim {consumer.claim} has a NoExecute taint "
+                                                f"({sources}): pods {pods} {verb}. If the taint is expected (maintenance), "
+                                                "tolerate it in the request (effect NoExecute, with tolerationSeconds "
+                                                "to delay); otherwise repair the device or remove the rule"))
+            elif consumer.outcome == "BlocksNewAllocations":
+                findings.append(Finding(code="DeviceTaintedNoSchedule", severity="warning",
+                                        object=f"resourceclaim/{consumer.claim}",
+                                        message=f"device {device.device} of claim {consumer.claim} has a NoSchedule "
+                                                f"taint: pods {pods} keep it, but once released no new claim gets it"))
+    findings += health_findings(inventory)
+    return findings
+
+
+def device_health(inventory: Inventory, namespace: str | None = None) -> list[tuple[Pod, str, str, str, str, str]]:
+    """What kubelets report of allocated devices: (pod, container, status name, resource ID,
+    health, message) from ``containerStatuses[].allocatedResourcesStatus``."""
+    out = []
+    for pod in inventory.all(Pod):
+        if namespace is not None and pod.namespace != namespace:
+            continue
+        for status in pod.status.container_statuses:
+            for entry in status.allocated_resources_status:
+                for resource in entry.resources:
+                    out.append((pod, status.name, entry.name, resource.resource_id, resource.health,
+                                resource.message or ""))
+    return out
+
+
+def health_findings(inventory: Inventory, namespace: str | None = None, pod_claim: tuple[str, str] | None = None
+                    ) -> list[Finding]:
+    """``DeviceUnhealthy`` for every device a kubelet reports Unhealthy (``pod_claim``: only the
+    entries of this (pod name, pod claim name))."""
+    findings = []
+    for pod, container, name, resource_id, health, message in device_health(inventory, namespace):
+        if health != "Unhealthy":
+            continue
+        claim_name = name.removeprefix("claim:").split("/")[0]
+        if pod_claim is not None and (pod.name, claim_name) != pod_claim:
+            continue
+        findings.append(Finding(code="DeviceUnhealthy", severity="warning", object=f"pod/{pod.namespace}/{pod.name}",
+                                message=f"the kubelet reports device {resource_id} of pod {pod.namespace}/{pod.name} "
+                                        f"(container {container}, {name}) Unhealthy"
+                                        + (f": {message}" if message else "")
+                                        + ". Its driver decides whether to taint it; check the driver's logs and the "
+                                          "device, and move the workload if it keeps failing"))
+    return findings
+
+
+def claim_taints(claim: ResourceClaim, inventory: Inventory, now: datetime | None = None
+                 ) -> tuple[dict[Key, list[TaintView]], list[Finding]]:
+    """For an allocated claim: the taints on each of its devices, and the findings (NoExecute:
+    eviction and when; NoSchedule: blocks new allocations; Unhealthy devices its pods report)."""
+    now = now or datetime.now(timezone.utc)
+    keys = [(r.driver, r.pool, r.device) for r in claim.status.allocation.devices.results] \
+        if claim.status.allocation else []
+    taints = device_taints(inventory, inventory.all(DeviceTaintRule), now, extra_keys=keys) if keys else {}
+    mine = {k: taints[k] for k in keys if k in taints}
+    findings: list[Finding] = []
+    if mine:
+        consumer = _consumer(claim, mine, inventory, now, False)
+        if consumer is not None:
+            fake = TaintExplanation(devices=[TaintedDevice(device="/".join(k), taints=v,
+                                                           consumers=[consumer]) for k, v in mine.items()][:1])
+            findings += [f for f in _findings(fake, None, {}, [], Inventory()) if f.code != "DeviceUnhealthy"]
+    for pod in inventory.pods_by_claim().get((claim.namespace, claim.name), []):
+        for pc in pod.spec.resource_claims:
+            if pod.claim_object_name(pc) == claim.name:
+                findings += health_findings(inventory, pod.namespace, (pod.name, pc.name))
+    return mine, findings
