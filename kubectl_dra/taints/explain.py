@@ -238,9 +238,10 @@ def _findings(result: TaintExplanation, dry_run, published, claims, inventory: I
                 f"({plural(len(published), 'published device')}) and with {dry_run.spec.taint.effect or 'its effect'} "
                 f"puts {plural(len(at_stake), 'pod')} at stake (kubernetes#141422: such a rule evicted every DRA pod "
                 "of a cluster). Set driver, pool or device")))
-        elif published and all(rule_selects(dry_run, k) for k in published):
+        elif len({k[:2] for k in published}) > 1 and all(rule_selects(dry_run, k) for k in published):
             findings.append(Finding(code="DeviceTaintRuleTooBroad", severity="error", message=(
-                f"rule {dry_run.name} selects every published device of the cluster ({len(published)}) and puts "
+                f"rule {dry_run.name} selects every published device of the cluster ({len(published)}, in "
+                f"{len({k[:2] for k in published})} pools) and puts "
                 f"{plural(len(at_stake), 'pod')} at stake: narrow it to the pool or device you mean")))
         if dry_run.spec.taint.effect not in ("None", "NoSchedule", "NoExecute"):
             findings.append(Finding(code="DeviceTaintRuleInvalid", severity="error", message=(
