@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from typing import Any
 
 from pydantic import Field
@@ -10,7 +12,7 @@ from kubectl_dra.allocatable.entries import from_status
 from kubectl_dra.allocatable.requests import add_into, difference, pod_requests
 from kubectl_dra.document import Document, Finding, Part
 from kubectl_dra.model.inventory import Inventory
-from kubectl_dra.model.karpenter import NodeOverlay, NodePool
+from kubectl_dra.model.karpenter import NodeClaim, NodeOverlay, NodePool
 from kubectl_dra.model.node import Node
 from kubectl_dra.model.resource import ResourceClaim, ResourceSlice
 from kubectl_dra.overlays.engine import evaluate, slices_for_node
@@ -155,7 +157,7 @@ def explain_node(node: Node, inventory: Inventory, instance_types, gate_enabled:
                                pods=sorted(p.key for p in inventory.pods_by_claim().get((c.namespace, c.name), [])))
                    for c in sorted(claims, key=lambda c: (c.namespace or "", c.name))]
 
-    overlays_view, predicted = [], []
+    overlays_view, predicted, view = [], [], None
     if pool and itype:
         result = evaluate(inventory.all(NodeOverlay), inventory.all(NodePool), instance_types,
                           gate_enabled=gate_enabled)
@@ -183,6 +185,7 @@ def explain_node(node: Node, inventory: Inventory, instance_types, gate_enabled:
         for mismatch in compare_slices(predicted, slices) if predicted else []:
             findings.append(Finding(code="OverlayPredictionMismatch", severity="warning", object=ref,
                                     message=f"(proposal) predicted ResourceSlices vs published: {mismatch}"))
+    findings += _nodeclaim_findings(node, inventory, pool, itype, view if pool and itype else None, predicted, slices)
     return NodeExplanation(
         node=NodeRef(name=node.name, node_pool=pool, instance_type=itype,
                      zone=labels.get("topology.kubernetes.io/zone"),
@@ -193,3 +196,48 @@ def explain_node(node: Node, inventory: Inventory, instance_types, gate_enabled:
         dra={k: str(v) for k, v in sorted(dra_total.items())}, free=dict(sorted(free.items())),
         overlays=overlays_view, predicted_resource_slices=predicted, findings=findings,
         problems=[p.message for p in inventory.problems])
+
+
+_NOT_REGISTERED = re.compile(r'Resource "([^"]+)" was requested but not registered')
+_NOT_PUBLISHED = re.compile(r'DRA driver "([^"]+)" has not published a complete resource pool')
+
+
+def _nodeclaim_findings(node: Node, inventory: Inventory, pool: str | None, itype: str | None, view, predicted,
+                        slices) -> list[Finding]:
+    """Why Karpenter has not initialized the node (its NodeClaim's ``Initialized=Unknown``), traced to the
+    overlay and the NodePool behind the missing resource or DRA pool."""
+    claim = next((c for c in inventory.all(NodeClaim) if c.status.node_name == node.name), None)
+    if claim is None:
+        return []
+    condition = next((c for c in claim.status.conditions if c.type == "Initialized"), None)
+    if condition is None or condition.status != "Unknown":
+        return []
+    ref, where = f"nodeclaim/{claim.name}", f"NodePool {pool or '<unknown>'}, instance type {itype or '<unknown>'}"
+    if condition.reason == "ResourceNotRegistered":
+        match = _NOT_REGISTERED.search(condition.message or "")
+        resource = match.group(1) if match else "<unknown>"
+        overlay = (view.capacity_overlays.get(resource) if view is not None else None)
+        promised = f"; overlay {overlay} promised {resource}={view.capacity.get(resource)} for {where}" if overlay else \
+            f" ({where}; no NodeOverlay promised it)"
+        return [Finding(code="ResourceNotRegistered", severity="error", object=ref, message=(
+            f"Karpenter has not initialized node {node.name} (NodeClaim {claim.name}: Initialized=Unknown, "
+            f"ResourceNotRegistered): {resource} was requested for it but node.status.allocatable has none{promised}. "
+            f"Next: check the device plugin or driver that provides {resource} on this node"
+            + (f"; if {overlay}'s capacity is wrong for this instance type, fix or remove that overlay" if overlay
+               else "") + "; pods waiting for it stay pending until then"))]
+    if condition.reason == "DRADriverPoolsNotPublished":
+        match = _NOT_PUBLISHED.search(condition.message or "")
+        driver = match.group(1) if match else "<unknown>"
+        expected = sorted({(s.get("pool") or {}).get("name") or node.name for s in predicted if s.get("driver") == driver})
+        overlays = sorted({s.get("overlay") for s in predicted if s.get("driver") == driver and s.get("overlay")})
+        published = sorted({f"{rs.spec.pool.name} (generation {rs.spec.pool.generation}, "
+                            f"{sum(1 for x in slices if x.spec.driver == driver and x.spec.pool.name == rs.spec.pool.name)}"
+                            f"/{rs.spec.pool.resource_slice_count} slices)" for rs in slices if rs.spec.driver == driver})
+        return [Finding(code="DRADriverPoolsNotPublished", severity="error", object=ref, message=(
+            f"Karpenter has not initialized node {node.name} (NodeClaim {claim.name}: Initialized=Unknown, "
+            f"DRADriverPoolsNotPublished): DRA driver {driver} has no complete resource pool on it "
+            f"({where}); " + (f"predicted pools {', '.join(expected)} from overlay {', '.join(overlays)}; " if expected
+                              else "no overlay predicts its pools; ")
+            + (f"published: {', '.join(published)}" if published else "published: none")
+            + f". Next: check that {driver}'s kubelet plugin runs on the node and publishes every slice of its pool"))]
+    return []
