@@ -34,8 +34,9 @@ def test_demo_on_a_fresh_copy(tmp_path):
     assert result.stderr == "", result.stderr[-3000:]
     assert result.returncode == 0, result.stdout[-3000:]
     shown = [line for line in result.stdout.splitlines() if line.startswith("\x1b[1m$ ")]
-    assert len(shown) == 10
+    assert len(shown) == 12
     assert "ReferencedButNotReserved" in result.stdout and "DRAAmountMissing" in result.stdout
     assert "Unsatisfiable" in result.stdout and "CDIDeviceMissing" in result.stdout
+    assert "WouldEvict" in result.stdout and "DeviceUnhealthy" in result.stdout
     assert "Traceback" not in result.stdout
     assert (copy / ".venv" / "bin" / "kubectl-dra").exists()
