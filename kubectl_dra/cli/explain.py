@@ -172,7 +172,10 @@ def pod(ctx: click.Context, kube, output, node_flags, only_node: str | None, nam
     namespace = None if kube.all_namespaces else kube.namespace or opened.default_namespace  # None: find it
     found, first = fetch_named(env, opened, Pod, namespace, name)
     namespace = found.namespace
-    requests = [ReadRequest(ResourceClaim, namespace, keep_raw=False)]
+    from kubectl_dra.model.resource import DeviceTaintRule
+
+    requests = [ReadRequest(ResourceClaim, namespace, keep_raw=False),
+                ReadRequest(DeviceTaintRule, required=False, keep_raw=False)]
     if found.node_name:
         requests.append(ReadRequest(Node, field_selector=f"metadata.name={found.node_name}", required=False))
     inventory = read_around(opened, found, first, requests)

@@ -185,6 +185,7 @@ def explain_pod(pod: Pod, inventory: Inventory, options: NodeOptions,
             dra={k: str(v) for k, v in sorted(difference(with_dra, spec).items())},
             note=None if with_dra else "nothing: no container requests anything and no claim adds an amount "
                                        "(the scheduler still counts the pod against the node's pod capacity)")
+    findings += _device_findings(pod, inventory)
     return PodExplanation(
         pod=PodRef(namespace=pod.namespace or "", name=pod.name, uid=pod.uid, node=pod.node_name,
                    qos_class=prediction.qos_class, phase=pod.status.phase or None),
@@ -263,3 +264,20 @@ def _pod_level_findings(pod: Pod, entries: list[ClaimEntry], add) -> None:
                 add("PodLevelResourcesInsufficient", "error",
                     f"pod level limit for {name} ({q}) is insufficient to cover the limit and DRA overhead for "
                     f"container {container.name} ({own} + {dra[name]})")
+
+
+def _device_findings(pod: Pod, inventory: Inventory) -> list[Finding]:
+    """Taints on the devices of the pod's allocated claims (what they do to it) and the devices its
+    kubelet reports Unhealthy."""
+    from kubectl_dra.model.resource import ResourceClaim
+    from kubectl_dra.taints.explain import claim_taints, health_findings
+
+    out: list[Finding] = []
+    for name in sorted({n for n in pod.referenced_claim_names().values() if n}):
+        claim = inventory.get(ResourceClaim, pod.namespace, name)
+        if claim is None or claim.status.allocation is None:
+            continue
+        _, found = claim_taints(claim, inventory)
+        out += [f for f in found if f.code != "DeviceUnhealthy"]
+    out += [f for f in health_findings(inventory, pod.namespace) if f.object == f"pod/{pod.namespace}/{pod.name}"]
+    return out

@@ -37,7 +37,7 @@ def test_explain_pod_one_list_per_kind(example_cluster, dra):
     assert result.exit_code == 0, result
     assert result.json()["cgroups"]["pod"]["files"]["memory.max"] == str(14 << 30)
     assert counts(plane.requests_since(mark, ADMIN)) == {"pods": 1, "resourceclaims": 1, "resourceslices": 1,
-                                                         "nodes": 1}
+                                                         "nodes": 1, "devicetaintrules": 1}
 
 
 def test_overlays_one_list_per_kind(example_cluster, dra, tmp_path):

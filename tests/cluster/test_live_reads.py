@@ -178,7 +178,8 @@ def test_explain_claim_live_reads_each_kind_once(live, dra):
     counts: dict[str, int] = {}
     for e in events:
         counts[e["objectRef"]["resource"]] = counts.get(e["objectRef"]["resource"], 0) + 1
-    assert counts == {"resourceclaims": 1, "pods": 1, "resourceslices": 1, "deviceclasses": 1, "podgroups": 1}
+    assert counts == {"resourceclaims": 1, "pods": 1, "resourceslices": 1, "deviceclasses": 1, "podgroups": 1,
+                      "devicetaintrules": 1}  # (the rules that may taint its devices)
     assert all(e["verb"] == "list" for e in events)
     [claims] = [e for e in events if e["objectRef"]["resource"] == "resourceclaims"]
     assert query(claims)["fieldSelector"] == "metadata.name=trainer-gpus"

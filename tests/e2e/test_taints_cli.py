@@ -91,3 +91,19 @@ def test_explain_shows_taints_and_health(dra):
     taint = [x for n in pending["allocation"]["nodes"] for r in n["requests"] for x in r["rejected"] if x["reason"] == "Taint"]
     assert taint == [{"device": "gpu.example.com/worker-gpu-2/gpu-3", "reason": "Taint",
                       "message": "taint gpu.example.com/unhealthy=ecc-errors:NoSchedule is not tolerated"}]
+
+
+def test_explain_pod_shows_what_its_devices_suffer(dra, tmp_path):
+    """The unhealthy GPU of the example, and a NoExecute rule on the notebooks' shared GPU as seen
+    from one of the pods (through the claim it uses)."""
+    pod = dra("explain", "pod", "llm-inference-7c9d8b6f5d-r772r", "-n", "ml", "--snapshot", str(EXAMPLE), "-o",
+              "json").json()
+    assert [f["code"] for f in pod["findings"] if f["code"].startswith("Device")] == ["DeviceUnhealthy"]
+    import shutil
+
+    snap = tmp_path / "cluster"
+    shutil.copytree(EXAMPLE, snap)
+    shutil.copy(RULES / "drain-worker-gpu-2.yaml", snap / "drain.yaml")  # applied: in the snapshot
+    doc = dra("explain", "pod", "notebook-alice", "-n", "ml", "--snapshot", str(snap), "-o", "json").json()
+    (finding,) = [f for f in doc["findings"] if f["code"] == "DeviceTaintedNoExecute"]
+    assert "ml/notebook-alice" in finding["message"] and "rule/drain-worker-gpu-2" in finding["message"]
