@@ -636,55 +636,46 @@ class Allocator:
             skip_counters = multi and (key in self.state.consumed or key in self.state.shared or key in capacity)
             if not skip_counters and device.consumes_counters and not self._counters_fit(pool, device, counters):
                 return None
-            counted = not skip_counters and bool(device.consumes_counters)
+            steps: list = []  # how to take back what was taken so far, in order
+
+            def rollback() -> None:
+                for step in reversed(steps):
+                    step()
+
+            if not skip_counters and device.consumes_counters:
+                steps.append(lambda: self._release(pool, device, counters))
             if self._taint(pool, device, rd.spec.tolerations) is not None:
-                if counted:
-                    self._release(pool, device, counters)
+                rollback()
                 return None
-            added = []
             for constraint in constraints[rd.claim_index]:
                 if not constraint.add(rd, pool, device):
-                    for done in reversed(added):
-                        done.remove(rd)
-                    if counted:
-                        self._release(pool, device, counters)
+                    rollback()
                     if must:
                         raise AllocationError(f"claim {rd.claim}, request {rd.name}: cannot add device "
                                               f"{pool.key}/{device.name} because a claim constraint would not be "
                                               "satisfied")
                     return None
-                added.append(constraint)
+                steps.append(lambda c=constraint: c.remove(rd))
             if not multi:
                 allocating.setdefault(key, set()).add(rd.claim_index)
+                steps.append(lambda: allocating[key].discard(rd.claim_index))
             fits, consumed = self._capacity_fits(rd, pool, device, capacity)
             if not fits:
-                if not multi:
-                    allocating[key].discard(rd.claim_index)
-                for done in reversed(added):
-                    done.remove(rd)
-                if counted:
-                    self._release(pool, device, counters)
+                rollback()
                 return None
             if multi:
                 mine = capacity.setdefault(key, {})
                 for name, value in consumed.items():
                     mine[name] = mine[name] + value if name in mine else value
+
+                def give_back() -> None:
+                    for name, value in consumed.items():
+                        capacity[key][name] = capacity[key][name] - value
+                steps.append(give_back)
             picks[rd.claim_index].append(Pick(rd.claim, rd.name, pool.driver, pool.name, device.name, shared=multi,
                                               consumed=dict(consumed) if multi else {}))
-
-            def undo():
-                picks[rd.claim_index].pop()
-                if multi:
-                    mine = capacity[key]
-                    for name, value in consumed.items():
-                        mine[name] = mine[name] - value
-                else:
-                    allocating[key].discard(rd.claim_index)
-                for done in reversed(added):
-                    done.remove(rd)
-                if counted:
-                    self._release(pool, device, counters)
-            return undo
+            steps.append(picks[rd.claim_index].pop)
+            return rollback
 
         def one(claim: int, request: int, sub: int, index: int, in_sub: bool, start: tuple[int, int, int]) -> bool:
             if claim >= len(requests):

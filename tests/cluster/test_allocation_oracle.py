@@ -17,6 +17,7 @@ import random
 import time
 
 import pytest
+from clusterobjects import ready_node
 from loader import load
 
 from kubectl_dra.allocation.explain import explain_allocation
@@ -30,16 +31,6 @@ NAMESPACE = "alloc-oracle"
 SCENARIOS = 8
 PODS_PER_SCENARIO = 6
 STAMP = "2026-11-20T08:00:00Z"
-
-
-def node(name: str) -> dict:
-    return {"apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux"}},
-            "status": {"capacity": {"cpu": "64", "memory": "256Gi", "pods": "110"},
-                       "allocatable": {"cpu": "64", "memory": "256Gi", "pods": "110"},
-                       "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
-                                       "lastHeartbeatTime": STAMP, "lastTransitionTime": STAMP}],
-                       "nodeInfo": {"kubeletVersion": "v1.37.2", "architecture": "amd64", "operatingSystem": "linux"}}}
 
 
 def scenario(seed: int):
@@ -108,7 +99,7 @@ def settle(plane, name: str, timeout: float = 45.0) -> dict:
 
 @pytest.fixture(scope="module")
 def cluster(full_cluster, tmp_path_factory):
-    load(full_cluster, [node(n) for n in NODES])
+    load(full_cluster, [ready_node(n) for n in NODES])
     kubeconfig = full_cluster.kubeconfig(tmp_path_factory.mktemp("alloc") / "kubeconfig", namespace=NAMESPACE)
     return full_cluster, str(kubeconfig)
 

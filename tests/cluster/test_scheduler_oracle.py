@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 
 import pytest
+from clusterobjects import wait_for
 from loader import load
 
 NODE = "dra-node-1"
@@ -103,17 +104,6 @@ EXAMPLES = {  # pod name -> (templates, pod)
            pod("hp", "oracle", [container("c1", claims=["h"], limits={"hugepages-2Mi": "16Mi", "memory": "128Mi",
                                                                       "cpu": "100m"})], {"h": "hp"})),
 }
-
-
-def wait_for(what: str, check, timeout: float = 60.0):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = check()
-        if last:
-            return last
-        time.sleep(0.3)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 @pytest.fixture(scope="module")

@@ -11,26 +11,16 @@ import time
 
 import pytest
 import yaml
+from clusterobjects import ready_node, wait_for
 from loader import load
 
 NAMESPACE = "taint-oracle"
 DRIVER = "evict.example.com"
 NODES = ["taint-node-1", "taint-node-2"]
-STAMP = "2026-11-20T08:00:00Z"
-
-
-def node(name: str) -> dict:
-    return {"apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux"}},
-            "status": {"capacity": {"cpu": "64", "memory": "256Gi", "pods": "110"},
-                       "allocatable": {"cpu": "64", "memory": "256Gi", "pods": "110"},
-                       "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
-                                       "lastHeartbeatTime": STAMP, "lastTransitionTime": STAMP}],
-                       "nodeInfo": {"kubeletVersion": "v1.37.2", "architecture": "amd64", "operatingSystem": "linux"}}}
 
 
 def objects() -> list[dict]:
-    out = [node(n) for n in NODES]
+    out = [ready_node(n) for n in NODES]
     out.append({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": DRIVER},
                 "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}]}})
     for n in NODES:
@@ -63,20 +53,10 @@ def pods(plane) -> dict[str, dict]:
     return {p["metadata"]["name"]: p for p in plane.request("GET", f"/api/v1/namespaces/{NAMESPACE}/pods")["items"]}
 
 
-def wait(what: str, check, timeout: float = 60.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        got = check()
-        if got:
-            return got
-        time.sleep(0.3)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 @pytest.fixture(scope="module")
 def scheduled(full_cluster, tmp_path_factory):
     load(full_cluster, objects())
-    wait("every pod bound with its claim reserved",
+    wait_for("every pod bound with its claim reserved",
          lambda: all(p["spec"].get("nodeName") for p in pods(full_cluster).values()) and all(
              c.get("status", {}).get("reservedFor") for c in full_cluster.request(
                  "GET", f"/apis/resource.k8s.io/v1/namespaces/{NAMESPACE}/resourceclaims")["items"]))
@@ -99,7 +79,7 @@ def test_the_controller_evicts_exactly_what_the_dry_run_predicted(scheduled, dra
     assert predicted == on_node_1 - {"p2"} and tolerated == {"p2"} and len(predicted) == 2
     before = set(pods(plane))
     plane.request("POST", "/apis/resource.k8s.io/v1/devicetaintrules", RULE)
-    wait("the controller to evict", lambda: predicted.isdisjoint(
+    wait_for("the controller to evict", lambda: predicted.isdisjoint(
         {n for n, p in pods(plane).items() if not p["metadata"].get("deletionTimestamp")}), timeout=60)
     time.sleep(3)  # nothing more goes
     remaining = {n for n, p in pods(plane).items() if not p["metadata"].get("deletionTimestamp")}

@@ -1,0 +1,31 @@
+"""What the control-plane tests build again and again: a Ready node without a kubelet, and a poll."""
+
+from __future__ import annotations
+
+import time
+
+STAMP = "2026-11-20T08:00:00Z"
+
+
+def ready_node(name: str, capacity: dict | None = None, **status) -> dict:
+    """A Node object as a kubelet would have registered it, Ready (the loader lifts the not-ready
+    taint admission adds); ``status`` adds fields such as declaredFeatures."""
+    capacity = capacity or {"cpu": "64", "memory": "256Gi", "pods": "110"}
+    return {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux"}},
+            "status": {"capacity": dict(capacity), "allocatable": dict(capacity),
+                       "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
+                                       "lastHeartbeatTime": STAMP, "lastTransitionTime": STAMP}],
+                       "nodeInfo": {"kubeletVersion": "v1.37.2", "containerRuntimeVersion": "containerd://2.1.0",
+                                    "architecture": "amd64", "operatingSystem": "linux"}, **status}}
+
+
+def wait_for(what: str, check, timeout: float = 60.0, every: float = 0.3):
+    """``check()``'s first truthy result, or an AssertionError naming what did not happen."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        got = check()
+        if got:
+            return got
+        time.sleep(every)
+    raise AssertionError(f"timed out waiting for {what}")
