@@ -15,6 +15,6 @@ class ExitStatus(IntEnum):
 
 
 EPILOG = (
-    "Connection flags (--kubeconfig, --context, --as, ...): kubectl dra options. Exit codes: 0 OK; 1 divergence found (verify); 2 usage error; 3 error (nothing shown); "
+    "Connection flags (--kubeconfig, --context, --as, ...): kubectl dra options. Exit codes: 0 OK; 1 divergence or eviction found (verify, taints); 2 usage error; 3 error (nothing shown); "
     "4 partial result (something could not be read, see stderr)."
 )
