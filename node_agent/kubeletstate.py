@@ -32,20 +32,25 @@ class KubeletState:
             if self.cpu_manager else ""
 
 
-def _read(path: str) -> tuple[str | None, str | None]:
-    """(text, problem); (None, None) when the file is simply not there."""
+def unreadable(exc: OSError, hint: str) -> str:
+    """Why a host path could not be read, with what a permission error means (``hint``: which
+    overlay gives a root agent the mount)."""
+    return f"permission denied ({hint})" if exc.errno in (errno.EACCES, errno.EPERM) else (exc.strerror or str(exc))
+
+
+def read_host_file(path: str, hint: str, limit: int = MAX_STATE_BYTES) -> tuple[bytes | None, str | None]:
+    """(content, why it could not be read); (None, None) when the file is simply not there. ``hint``
+    says what a permission error means (which overlay mounts the file for a root agent)."""
     try:
         with open(path, "rb") as handle:
-            data = handle.read(MAX_STATE_BYTES + 1)
+            data = handle.read(limit + 1)
     except FileNotFoundError:
         return None, None
     except OSError as exc:
-        why = "permission denied (the kubelet writes it 0600 root: deploy manifests/kubelet-state)" \
-            if exc.errno in (errno.EACCES, errno.EPERM) else (exc.strerror or str(exc))
-        return None, f"cannot read {path}: {why}"
-    if len(data) > MAX_STATE_BYTES:
-        return None, f"cannot read {path}: larger than {MAX_STATE_BYTES} bytes"
-    return data.decode("utf-8", "replace"), None
+        return None, unreadable(exc, hint)
+    if len(data) > limit:
+        return None, f"larger than {limit} bytes"
+    return data, None
 
 
 def read_kubelet_state(root: str | None) -> KubeletState:
@@ -53,12 +58,12 @@ def read_kubelet_state(root: str | None) -> KubeletState:
     if not root:
         return state
     path = os.path.join(root, CPU_MANAGER_STATE)
-    text, problem = _read(path)
+    data, problem = read_host_file(path, "the kubelet writes it 0600 root: deploy manifests/kubelet-state")
     if problem:
-        state.problems.append(problem)
-    elif text is not None:
+        state.problems.append(f"cannot read {path}: {problem}")
+    elif data is not None:
         try:
-            state.cpu_manager = parse_cpu_manager_state(text)
+            state.cpu_manager = parse_cpu_manager_state(data.decode("utf-8", "replace"))
         except CPUManagerStateError as exc:
             state.problems.append(f"{path}: not a CPU manager checkpoint this tool can read ({exc}); the CPU manager "
                                   "policy and exclusive CPUs are not taken from it")

@@ -6,7 +6,6 @@ concluded from it.
 
 from __future__ import annotations
 
-import errno
 import os
 import stat
 import time
@@ -16,26 +15,13 @@ from kubectl_dra.nodestate.checkpoint import CheckpointError, parse_dra_checkpoi
 from kubectl_dra.nodestate.reconcile import NodeDRAState
 from kubectl_dra.text import plural
 from kubectl_dra.verify.report import NodeSource
+from node_agent.kubeletstate import read_host_file, unreadable
 
 DRA_CHECKPOINT = "dra_manager_state"
 DEFAULT_CDI_DIRS = ("/etc/cdi", "/var/run/cdi")
-MAX_FILE_BYTES = 16 << 20
+CHECKPOINT_HINT = "the kubelet writes it 0600 root: deploy manifests/node-dra-state"
 POD_RESOURCES_TIMEOUT = 5.0  # seconds for the kubelet to answer List
 REREAD_AFTER = 0.2  # seconds: a checkpoint that fails to parse is read once more before it is called corrupt
-
-
-def _why(exc: OSError, hint: str) -> str:
-    if exc.errno in (errno.EACCES, errno.EPERM):
-        return f"permission denied ({hint})"
-    return exc.strerror or str(exc)
-
-
-def _read_bytes(path: str) -> bytes:
-    with open(path, "rb") as handle:
-        data = handle.read(MAX_FILE_BYTES + 1)
-    if len(data) > MAX_FILE_BYTES:
-        raise OSError(errno.EFBIG, f"larger than {MAX_FILE_BYTES} bytes")
-    return data
 
 
 def read_checkpoint(kubelet_root: str | None, state: NodeDRAState) -> None:
@@ -44,24 +30,19 @@ def read_checkpoint(kubelet_root: str | None, state: NodeDRAState) -> None:
     if not kubelet_root:
         state.sources.append(NodeSource(name="draCheckpoint", path=path, state="absent", message="no --kubelet-root"))
         return
-    try:
-        blob = _read_bytes(path)
-    except FileNotFoundError:
+    blob, problem = read_host_file(path, CHECKPOINT_HINT)
+    if problem:
+        state.sources.append(NodeSource(name="draCheckpoint", path=path, state="unreadable", message=problem))
+        return
+    if blob is None:
         state.sources.append(NodeSource(name="draCheckpoint", path=path, state="absent",
                                         message="not there (not mounted, or the kubelet never prepared a claim)"))
-        return
-    except OSError as exc:
-        state.sources.append(NodeSource(name="draCheckpoint", path=path, state="unreadable", message=_why(
-            exc, "the kubelet writes it 0600 root: deploy manifests/node-dra-state")))
         return
     try:
         state.checkpoint = parse_dra_checkpoint(blob)
     except CheckpointError:
         time.sleep(REREAD_AFTER)  # the kubelet replaces the file atomically, but never trust one glance
-        try:
-            again = _read_bytes(path)
-        except OSError:
-            again = blob
+        again = read_host_file(path, CHECKPOINT_HINT)[0] or blob
         try:
             state.checkpoint = parse_dra_checkpoint(again)
         except CheckpointError as exc:
@@ -82,7 +63,7 @@ def read_cdi(dirs: tuple[str, ...], state: NodeDRAState) -> None:
         except FileNotFoundError:
             continue
         except OSError as exc:
-            problems.append(f"{directory}: {_why(exc, 'mount it read-only with manifests/node-dra-state')}")
+            problems.append(f"{directory}: {unreadable(exc, 'mount it read-only with manifests/node-dra-state')}")
             continue
         present.append(directory)
         for name in names:
@@ -92,9 +73,14 @@ def read_cdi(dirs: tuple[str, ...], state: NodeDRAState) -> None:
             try:
                 if stat.S_ISDIR(os.stat(path).st_mode):
                     continue
-                files.append((priority, path, _read_bytes(path).decode("utf-8", "replace")))
             except OSError as exc:
-                problems.append(f"{path}: {_why(exc, 'unreadable spec')}")
+                problems.append(f"{path}: {unreadable(exc, 'unreadable spec')}")
+                continue
+            data, problem = read_host_file(path, "unreadable spec")
+            if problem or data is None:  # (gone between the listing and the read: not read either)
+                problems.append(f"{path}: {problem or 'No such file or directory'}")
+            else:
+                files.append((priority, path, data.decode("utf-8", "replace")))
     if problems:  # what could not be read may define an ID: then no ID is called missing
         state.sources.append(NodeSource(name="cdi", path=joined, state="unreadable",
                                         message="; ".join(problems) + "; CDI IDs are not checked"))
@@ -123,7 +109,7 @@ def read_pod_resources(socket_path: str | None, state: NodeDRAState, timeout: fl
         return
     except OSError as exc:
         state.sources.append(NodeSource(name="podResources", path=socket_path, state="unreadable",
-                                        message=_why(exc, "deploy manifests/node-dra-state")))
+                                        message=unreadable(exc, "deploy manifests/node-dra-state")))
         return
     if not stat.S_ISSOCK(mode):
         state.sources.append(NodeSource(name="podResources", path=socket_path, state="unreadable",

@@ -25,6 +25,7 @@ from kubectl_dra.model.node import Node
 from kubectl_dra.model.resource import Device, DeviceClass, ExactDeviceRequest, ResourceClaim, ResourceSlice
 from kubectl_dra.pools.nodeselector import NodeSelectorError
 from kubectl_dra.quantity import Quantity
+from kubectl_dra.taints.tolerations import tolerates
 
 MAX_RESULTS = 32  # AllocationResultsMaxSize
 DEFAULT_FEATURES = frozenset({"adminAccess", "prioritizedList", "partitionableDevices", "deviceTaints",
@@ -80,7 +81,6 @@ class NodeOutcome:
     requests: list[RequestDiagnosis] = field(default_factory=list)
     error: str | None = None  # the scheduler's Error for this node, when there is one
     undetermined: str | None = None  # this tool cannot tell (and says why); never a verdict
-    pools: list[str] = field(default_factory=list)  # pools seen, for the record
 
 
 @dataclass(slots=True)
@@ -153,22 +153,21 @@ class _Request:
     all_devices: list = field(default_factory=list)
 
 
+def _variants(request) -> list[tuple[str, str | None, ExactDeviceRequest]]:
+    """(name, parent, spec) of a request: itself, or each firstAvailable subrequest as "req/sub"."""
+    if request.exactly is not None:
+        return [(request.name, None, request.exactly)]
+    return [(f"{request.name}/{s.name}", request.name, s) for s in request.first_available]
+
+
 def _kobj(claim: ResourceClaim) -> str:
     """How the scheduler names a claim in its messages (klog.KObj): namespace/name."""
     return f"{claim.namespace}/{claim.name}" if claim.namespace else claim.name
 
 
 def _tolerated(taint: dict, tolerations: list[dict]) -> bool:
-    for t in tolerations:
-        effect, key = t.get("effect") or "", t.get("key") or ""
-        if effect and effect != taint.get("effect"):
-            continue
-        if key and key != taint.get("key"):
-            continue
-        operator = t.get("operator") or "Equal"
-        if operator == "Exists" or (operator == "Equal" and (t.get("value") or "") == (taint.get("value") or "")):
-            return True
-    return False
+    return any(tolerates(t, taint.get("key") or "", taint.get("value") or "", taint.get("effect") or "")
+               for t in tolerations)
 
 
 def _blocking_taint(device: Device, tolerations: list[dict]) -> dict | None:
@@ -254,14 +253,12 @@ class Allocator:
     """One pod's (or one claim's) allocation problem over the cluster's slices."""
 
     def __init__(self, claims: list[ResourceClaim], classes: dict[str, DeviceClass], state: AllocatedState,
-                 gathered: dict[str, Gathered] | None = None, features: frozenset[str] = DEFAULT_FEATURES,
-                 rule_taints: dict | None = None):
+                 features: frozenset[str] = DEFAULT_FEATURES, rule_taints: dict | None = None):
         self.features = features
         self.rule_taints = rule_taints or {}  # (driver, pool, device) -> DeviceTaintRule taints
         self.claims = claims
         self.classes = classes
         self.state = state
-        self.gathered = gathered or {}
         self._cel_devices: dict[int, dict] = {}
         self._selectable: dict[tuple, tuple[bool, str, str]] = {}
         self._available: dict[str, dict[str, dict[str, Quantity]]] = {}
@@ -427,8 +424,7 @@ class Allocator:
             who = _kobj(claim)
             per_claim, minimum = [], 0
             for request in claim.spec.devices.requests:
-                variants = [(request.name, None, request.exactly)] if request.exactly is not None else \
-                    [(f"{request.name}/{s.name}", request.name, s) for s in request.first_available]
+                variants = _variants(request)
                 if request.exactly is None and request.first_available and "prioritizedList" not in self.features:
                     raise AllocationError(f"claim {who}, request {request.name}: has subrequests, but the "
                                           "DRAPrioritizedList feature is disabled")
@@ -498,7 +494,7 @@ class Allocator:
         return True, "", ""
 
     def allocate(self, node: Node, gathered: Gathered) -> NodeOutcome:
-        outcome = NodeOutcome(node=node.name, feasible=False, pools=[p.key for p in gathered.pools])
+        outcome = NodeOutcome(node=node.name, feasible=False)
         try:
             if gathered.errors:
                 raise AllocationError("; ".join(gathered.errors))
@@ -533,8 +529,7 @@ class Allocator:
             who = _kobj(claim)
             per_claim = []
             for request in claim.spec.devices.requests:
-                variants = [(request.name, None, request.exactly)] if request.exactly is not None else \
-                    [(f"{request.name}/{s.name}", request.name, s) for s in request.first_available]
+                variants = _variants(request)
                 per_claim.append([_Request(index, who, n, p, s, self.classes.get(s.device_class_name),
                                            count=s.count or 1, all_mode=s.allocation_mode == "All")
                                   for n, p, s in variants])
@@ -615,21 +610,20 @@ class Allocator:
         capacity: dict[tuple, dict[str, Quantity]] = {}
         counters: dict = {}
         constraints = [self._constraints(claim) for claim in self.claims]
-        chosen: dict[tuple[int, int], int] = {}
 
-        def in_use(key, multi: bool) -> bool:
-            """Held exclusively by another claim (even a shareable device allocated before as a whole),
-            or picked in this attempt (exclusive devices only)."""
+        def taken(rd: _Request, key, multi: bool) -> bool:
+            """In use for this request: admin access only minds its own claim's picks in this attempt;
+            otherwise held exclusively by another claim (even a shareable device allocated before as a
+            whole), or picked in this attempt (exclusive devices only)."""
+            if rd.spec.admin_access:
+                return not multi and rd.claim_index in allocating.get(key, set())
             return key in self.state.exclusive or (not multi and bool(allocating.get(key)))
 
         def add(rd: _Request, pool: Pool, rs: ResourceSlice, device: Device, must: bool):
             """``allocateDevice``: an undo function, or None when the device cannot be taken."""
             key = (pool.driver, pool.name, device.name)
             multi = self._multi(device)
-            if rd.spec.admin_access:
-                if not multi and rd.claim_index in allocating.get(key, set()):
-                    return None
-            elif in_use(key, multi):
+            if taken(rd, key, multi):
                 return None
             if device.consumes_counters and "partitionableDevices" not in self.features:
                 return None
@@ -692,7 +686,6 @@ class Allocator:
                 for s in range(len(datas)):
                     try:
                         if one(claim, request, s, index, True, (0, 0, 0)):
-                            chosen[(claim, request)] = s
                             return True
                         all_max = False
                     except _MaxSize:
@@ -729,11 +722,7 @@ class Allocator:
                     for d in range(first, len(rs.spec.devices)):
                         device = rs.spec.devices[d]
                         key = (pool.driver, pool.name, device.name)
-                        multi = self._multi(device)
-                        if rd.spec.admin_access:
-                            if not multi and claim in allocating.get(key, set()):
-                                continue
-                        elif in_use(key, multi):
+                        if taken(rd, key, self._multi(device)):
                             continue
                         if not self._selectable_for(rd, pool, rs, device, node)[0]:
                             continue

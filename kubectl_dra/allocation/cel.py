@@ -110,21 +110,19 @@ def _compare(a, b) -> int:
 
 
 def _to_quantity(text: str) -> dict:
-    from kubectl_dra.quantity import Quantity, QuantityError
+    from kubectl_dra.quantity import QuantityError
 
     try:
-        return quantity_value(Quantity.parse(text))
+        return quantity_value(_parsed_quantity(text))
     except QuantityError as exc:
         raise CELError(f"quantities must match the regular expression: {exc}") from None
 
 
 def _is_quantity(text: str) -> bool:
-    from kubectl_dra.quantity import Quantity, QuantityError
-
     try:
-        Quantity.parse(text)
+        _to_quantity(text)
         return True
-    except QuantityError:
+    except CELError:
         return False
 
 

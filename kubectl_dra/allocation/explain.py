@@ -120,19 +120,22 @@ def _slice_index(slices: list[ResourceSlice]):
 
 
 def _rule_taints(inventory: Inventory) -> dict:
-    """DeviceTaintRule taints per selected device (published devices of the current generations)."""
+    """DeviceTaintRule taints that keep new allocations off, per selected device: the same matching
+    ``taints`` uses (the driver's own taints are on the devices already)."""
+    from datetime import datetime, timezone
+
     from kubectl_dra.model.resource import DeviceTaintRule
-    from kubectl_dra.taints.explain import published_devices, rule_selects
+    from kubectl_dra.taints.explain import device_taints
 
     rules = [r for r in inventory.all(DeviceTaintRule) if r.spec.taint.effect in ("NoSchedule", "NoExecute")]
     if not rules:
         return {}
     out: dict = {}
-    for key in published_devices(inventory.all(ResourceSlice)):
-        for rule in rules:
-            if rule_selects(rule, key):
-                t = rule.spec.taint
-                out.setdefault(key, []).append({"key": t.key, "value": t.value, "effect": t.effect, "rule": rule.name})
+    for key, taints in device_taints(inventory, rules, datetime.now(timezone.utc)).items():
+        for t in taints:
+            if t.source != "slice":
+                out.setdefault(key, []).append({"key": t.key, "value": t.value, "effect": t.effect,
+                                                "rule": t.source.removeprefix("rule/")})
     return out
 
 
@@ -317,9 +320,7 @@ def explain_proposals(claims: list[ResourceClaim], inventory: Inventory, instanc
             spec["nodeName"] = name
             slices.append(ResourceSlice.model_validate({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
                                                         "metadata": {"name": f"{name}-{index}"}, "spec": spec}))
-        by_pool: dict = {}
-        for rs in slices:
-            by_pool.setdefault((rs.spec.driver, rs.spec.pool.name), []).append(rs)
+        _, _, by_pool = _slice_index(slices)
         outcome = Allocator(claims, classes, AllocatedState()).allocate(node, gather(node, slices, by_pool))
         view_out = _view(outcome)
         out.append(ProposalView(node_pool=view.node_pool, instance_type=view.name, feasible=outcome.feasible,

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 
 from kubectl_dra.model.node import Node
 from kubectl_dra.model.resource import Device, ResourceSlice
-from kubectl_dra.pools.nodeselector import NodeSelectorError, node_selector_matches
+from kubectl_dra.pools.nodeselector import NodeSelectorError
+from kubectl_dra.pools.slices import reaches
 
 
 @dataclass(slots=True)
@@ -52,13 +53,7 @@ class Gathered:
 def node_matches(node: Node, name: str | None, all_nodes: bool | None, selector: dict | None) -> bool:
     """``NodeMatches``: a node name, all nodes, or a node selector; nothing set matches nothing.
     A selector that does not parse raises :class:`NodeSelectorError`."""
-    if name:
-        return node.name == name
-    if all_nodes:
-        return True
-    if selector is not None:
-        return node_selector_matches(selector, node.name, node.metadata.labels)
-    return False
+    return bool(reaches(node.name, node.metadata.labels, name, all_nodes, selector))
 
 
 def _uses_compatibility_groups(rs: ResourceSlice) -> bool:
@@ -68,8 +63,9 @@ def _uses_compatibility_groups(rs: ResourceSlice) -> bool:
 
 def _relevant(rs: ResourceSlice, node: Node) -> bool:
     spec = rs.spec
-    if spec.node_name or spec.all_nodes or spec.node_selector is not None:
-        return node_matches(node, spec.node_name, spec.all_nodes, spec.node_selector)
+    whole = reaches(node.name, node.metadata.labels, spec.node_name, spec.all_nodes, spec.node_selector)
+    if whole is not None:
+        return whole
     if spec.per_device_node_selection:
         return any(node_matches(node, d.node_name, d.all_nodes, d.node_selector) for d in spec.devices)
     return False

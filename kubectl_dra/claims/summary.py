@@ -118,7 +118,7 @@ def list_claims(claims: Iterable[ResourceClaim], inventory: Inventory, *, detail
     return result
 
 
-def _waiting_pods(claim: ResourceClaim, inventory: Inventory) -> list:
+def waiting_pods(claim: ResourceClaim, inventory: Inventory) -> list:
     """Unscheduled pods that reference a pending claim: what makes the scheduler try to allocate it."""
     pods = inventory.pods_by_claim().get((claim.namespace, claim.name), [])
     return [p for p in pods if not p.node_name and not p.is_done]
@@ -151,7 +151,7 @@ def _summaries(claims: Iterable[ResourceClaim], inventory: Inventory, detailed: 
         if state is not None:
             state.add(claim)
         if detailed and claim.status.allocation is None and not claim.deleted and waiting is not None:
-            pods = _waiting_pods(claim, inventory)
+            pods = waiting_pods(claim, inventory)
             if pods:
                 waiting.append((item, claim, sorted({p.status.nominated_node_name for p in pods
                                                      if p.status.nominated_node_name})))

@@ -94,9 +94,10 @@ def claim(ctx: click.Context, kube, output, pod_name: str | None, only_node: str
         add_reads(opened, inventory, allocation_requests(namespace, only_node))
         result.allocation = explain_allocation([found], inventory, only_node=only_node)
         # a verdict only when pods wait for it: otherwise nothing asks the scheduler to allocate it
-        waiting = [p for p in inventory.pods_by_claim().get((found.namespace, found.name), [])
-                   if not p.node_name and not p.is_done]
-        for nominated in sorted({p.status.nominated_node_name for p in waiting}, key=lambda n: n or "") or ():
+        from kubectl_dra.claims.summary import waiting_pods
+
+        waiting = waiting_pods(found, inventory)
+        for nominated in sorted({p.status.nominated_node_name for p in waiting}, key=lambda n: n or ""):
             result.findings += [f for f in allocation_findings(result.allocation, nominated)
                                 if f.code not in {x.code for x in result.findings}]
     emit(env, result, output, text=lambda: claim_tree(result, Style(env.use_color)))

@@ -101,11 +101,7 @@ def reconcile(pods: list[Pod], claims: dict[Key, ResourceClaim | None], state: N
         entry.pods = sorted({_pod_label(p) for p in users})
         api = claims.get(key, UNREAD)
         if isinstance(api, ResourceClaim):
-            entry.uid = api.uid
-        elif api is UNREAD:
-            entry.api = "unread"
-        else:
-            entry.api = "missing"
+            entry.uid = api.uid  # before the node's sources: the API's UID names a claim the pods use
 
     if state.checkpoint_corrupt is not None:
         for key in wanted:
@@ -122,8 +118,7 @@ def reconcile(pods: list[Pod], claims: dict[Key, ResourceClaim | None], state: N
         api = claims.get(key, UNREAD)
         if entry.uid == "" and isinstance(api, ResourceClaim):
             entry.uid = api.uid
-        if entry.api is None:
-            entry.api = "unread" if api is UNREAD else ("missing" if api is None else "read")
+        entry.api = "unread" if api is UNREAD else ("missing" if api is None else "read")
     return [entries.by_key[k] for k in sorted(entries.by_key)]
 
 

@@ -25,6 +25,7 @@ from kubectl_dra.model.inventory import Inventory
 from kubectl_dra.model.pod import Pod
 from kubectl_dra.model.resource import DeviceTaintRule, ResourceClaim, ResourceSlice
 from kubectl_dra.pools.slices import current_slices
+from kubectl_dra.taints.tolerations import tolerates
 from kubectl_dra.text import plural
 
 Outcome = Literal["Evicted", "EvictionPending", "WouldEvict", "Tolerated", "BlocksNewAllocations"]
@@ -100,28 +101,22 @@ def published_devices(slices: list[ResourceSlice]) -> dict[Key, str | None]:
 
 def device_taints(inventory: Inventory, rules: list[DeviceTaintRule], now: datetime,
                   extra_keys=()) -> dict[Key, list[TaintView]]:
-    """Taints per device: the slices' (highest generation), then every matching rule's."""
+    """Taints per device: the slices' (highest generation), then every matching rule's (over the
+    published devices and ``extra_keys``, e.g. allocated ones no slice lists)."""
     out: dict[Key, list[TaintView]] = {}
+    keys = set(extra_keys)
     for rs in current_slices(inventory.all(ResourceSlice)):
         for device in rs.spec.devices:
+            key = (rs.spec.driver, rs.spec.pool.name, device.name)
+            keys.add(key)
             if device.taints:
-                key = (rs.spec.driver, rs.spec.pool.name, device.name)
                 out.setdefault(key, []).extend(_taint(t, "slice") for t in device.taints)
-    if rules:
-        keys = set(published_devices(inventory.all(ResourceSlice))) | set(extra_keys)
-        for rule in sorted(rules, key=lambda r: r.name):
-            taint = rule_taint(rule, now)
-            for key in keys:
-                if rule_selects(rule, key):
-                    out.setdefault(key, []).append(taint)
+    for rule in sorted(rules, key=lambda r: r.name):
+        taint = rule_taint(rule, now)
+        for key in keys:
+            if rule_selects(rule, key):
+                out.setdefault(key, []).append(taint)
     return out
-
-
-def _tolerates(toleration: dict, taint: TaintView) -> bool:
-    if toleration.get("key") and toleration["key"] != taint.key:
-        return False
-    operator = toleration.get("operator") or "Equal"
-    return operator == "Exists" or (operator == "Equal" and (toleration.get("value") or "") == taint.value)
 
 
 def _parse(text: str | None) -> datetime | None:
@@ -133,23 +128,22 @@ def _parse(text: str | None) -> datetime | None:
         return None
 
 
-def eviction_time(claim: ResourceClaim, taints: dict[Key, list[TaintView]], now: datetime):
-    """``claimEvictionTime``: (when, evicting taints, taints tolerated forever) for one claim."""
-    when, evicting, forever = None, [], []
+def eviction_time(claim: ResourceClaim, taints: dict[Key, list[TaintView]], now: datetime) -> datetime | None:
+    """``claimEvictionTime``: when the controller deletes the claim's pods, or None (no NoExecute
+    taint, or each one tolerated forever)."""
+    when = None
     for result in claim.status.allocation.devices.results if claim.status.allocation else ():
         tolerations = [t for t in result.tolerations if t.get("effect") == "NoExecute"]
         for taint in taints.get((result.driver, result.pool, result.device), ()):
             if taint.effect != "NoExecute":
                 continue
-            matching = [t for t in tolerations if _tolerates(t, taint)]
+            matching = [t for t in tolerations if tolerates(t, taint.key, taint.value, taint.effect)]
             if any(t.get("tolerationSeconds") is None for t in matching):
-                forever.append(taint)
-                continue
+                continue  # tolerated forever
             added = _parse(taint.time_added) or now
             at = added + timedelta(seconds=min(max(t["tolerationSeconds"], 0) for t in matching)) if matching else added
-            evicting.append(taint)
             when = at if when is None or at < when else when
-    return when, evicting, forever
+    return when
 
 
 def _claim_is_pods(claim: ResourceClaim, pod: Pod) -> bool:
@@ -179,7 +173,7 @@ def _consumer(claim: ResourceClaim, taints: dict[Key, list[TaintView]], inventor
     if not any(t.effect in ("NoSchedule", "NoExecute") for k in keys for t in taints.get(k, ())):
         return None
     pods = pods_at_stake(claim, inventory)
-    when, evicting, forever = eviction_time(claim, taints, now)
+    when = eviction_time(claim, taints, now)
     names = sorted(f"{p.namespace}/{p.name}" for p in pods)
     if when is not None:
         outcome = "WouldEvict" if dry_run else ("Evicted" if when <= now else "EvictionPending")
@@ -219,12 +213,33 @@ def explain_taints(inventory: Inventory, now: datetime | None = None, *, dry_run
             if consumer is not None:
                 device.consumers.append(consumer)
         result.devices.append(device)
-    result.findings = _findings(result, dry_run, published, claims, inventory)
+    result.findings = _findings(result, dry_run, published, inventory)
     result.problems = [p.message for p in inventory.problems]
     return result
 
 
-def _findings(result: TaintExplanation, dry_run, published, claims, inventory: Inventory) -> list[Finding]:
+def _consumer_finding(device: TaintedDevice, consumer: ConsumerOutcome) -> Finding | None:
+    """What a device's taints do to one claim's pods, in words (None when they tolerate it)."""
+    pods = ", ".join(consumer.pods) or "no scheduled pod"
+    if consumer.outcome in ("Evicted", "EvictionPending", "WouldEvict"):
+        sources = ", ".join(sorted({t.source for t in device.taints if t.effect == "NoExecute"}))
+        verb = {"Evicted": "are evicted (deleted) by the device taint eviction controller",
+                "EvictionPending": f"will be evicted at {consumer.evict_at} (tolerationSeconds)",
+                "WouldEvict": "would be evicted " + (f"at {consumer.evict_at} (tolerationSeconds)" if consumer.evict_at
+                                                     else "as soon as the rule is applied")}[consumer.outcome]
+        return Finding(code="DeviceTaintedNoExecute", severity="error", object=f"resourceclaim/{consumer.claim}",
+                       message=f"device {device.device} of claim {consumer.claim} has a NoExecute taint "
+                               f"({sources}): pods {pods} {verb}. If the taint is expected (maintenance), "
+                               "tolerate it in the request (effect NoExecute, with tolerationSeconds "
+                               "to delay); otherwise repair the device or remove the rule")
+    if consumer.outcome == "BlocksNewAllocations":
+        return Finding(code="DeviceTaintedNoSchedule", severity="warning", object=f"resourceclaim/{consumer.claim}",
+                       message=f"device {device.device} of claim {consumer.claim} has a NoSchedule "
+                               f"taint: pods {pods} keep it, but once released no new claim gets it")
+    return None
+
+
+def _findings(result: TaintExplanation, dry_run, published, inventory: Inventory) -> list[Finding]:
     findings: list[Finding] = []
     if dry_run is not None:
         selector = dry_run.spec.device_selector
@@ -249,24 +264,9 @@ def _findings(result: TaintExplanation, dry_run, published, claims, inventory: I
                 "(the API server rejects it)")))
     for device in result.devices:
         for consumer in device.consumers:
-            pods = ", ".join(consumer.pods) or "no scheduled pod"
-            sources = ", ".join(sorted({t.source for t in device.taints if t.effect == "NoExecute"}))
-            if consumer.outcome in ("Evicted", "EvictionPending", "WouldEvict"):
-                verb = {"Evicted": "are evicted (deleted) by the device taint eviction controller",
-                        "EvictionPending": f"will be evicted at {consumer.evict_at} (tolerationSeconds)",
-                        "WouldEvict": "would be evicted " + (f"at {consumer.evict_at} (tolerationSeconds)" if consumer.evict_at
-                                                             else "as soon as the rule is applied")
-                        }[consumer.outcome]
-                findings.append(Finding(code="DeviceTaintedNoExecute", severity="error", object=f"resourceclaim/{consumer.claim}",
-                                        message=f"device {device.device} of claim {consumer.claim} has a NoExecute taint "
-                                                f"({sources}): pods {pods} {verb}. If the taint is expected (maintenance), "
-                                                "tolerate it in the request (effect NoExecute, with tolerationSeconds "
-                                                "to delay); otherwise repair the device or remove the rule"))
-            elif consumer.outcome == "BlocksNewAllocations":
-                findings.append(Finding(code="DeviceTaintedNoSchedule", severity="warning",
-                                        object=f"resourceclaim/{consumer.claim}",
-                                        message=f"device {device.device} of claim {consumer.claim} has a NoSchedule "
-                                                f"taint: pods {pods} keep it, but once released no new claim gets it"))
+            finding = _consumer_finding(device, consumer)
+            if finding is not None:
+                findings.append(finding)
     findings += health_findings(inventory)
     return findings
 
@@ -316,12 +316,12 @@ def claim_taints(claim: ResourceClaim, inventory: Inventory, now: datetime | Non
     taints = device_taints(inventory, inventory.all(DeviceTaintRule), now, extra_keys=keys) if keys else {}
     mine = {k: taints[k] for k in keys if k in taints}
     findings: list[Finding] = []
-    if mine:
-        consumer = _consumer(claim, mine, inventory, now, False)
-        if consumer is not None:
-            fake = TaintExplanation(devices=[TaintedDevice(device="/".join(k), taints=v,
-                                                           consumers=[consumer]) for k, v in mine.items()][:1])
-            findings += [f for f in _findings(fake, None, {}, [], Inventory()) if f.code != "DeviceUnhealthy"]
+    consumer = _consumer(claim, mine, inventory, now, False) if mine else None
+    if consumer is not None:  # named after its first tainted device
+        first = next(iter(mine))
+        finding = _consumer_finding(TaintedDevice(device="/".join(first), taints=mine[first]), consumer)
+        if finding is not None:
+            findings.append(finding)
     for pod in inventory.pods_by_claim().get((claim.namespace, claim.name), []):
         for pc in pod.spec.resource_claims:
             if pod.claim_object_name(pc) == claim.name:

@@ -1,0 +1,15 @@
+"""One toleration against one taint, as ``resourceclaim.ToleratesTaint`` decides it (shared by the
+allocator, which keeps tolerated devices, and the eviction controller, which spares tolerated pods)."""
+
+from __future__ import annotations
+
+
+def tolerates(toleration: dict, key: str, value: str, effect: str) -> bool:
+    """An empty effect or key in the toleration matches any; ``Exists`` matches any value, ``Equal``
+    (the default) only the same one; any other operator matches nothing."""
+    if toleration.get("effect") and toleration["effect"] != effect:
+        return False
+    if toleration.get("key") and toleration["key"] != key:
+        return False
+    operator = toleration.get("operator") or "Equal"
+    return operator == "Exists" or (operator == "Equal" and (toleration.get("value") or "") == (value or ""))
