@@ -323,7 +323,7 @@ class Allocator:
                     matched = evaluate(compiled, cel_device)
                 except CELError as exc:
                     hint = ". consider using CEL optional chaining (.? followed by orValue()) or guarding the " \
-                        "check with has() for optional fields" if "Key not found" in str(exc) else ""
+                        "check with has() for optional fields" if str(exc).startswith("no such key") else ""
                     raise AllocationError(f"{owner}: selector #{index} on device {pool.key}/{device.name}: "
                                           f"CEL runtime error: {exc}{hint}") from None
                 if not matched:

@@ -173,6 +173,10 @@ def test_nominated_node_that_cannot_take_it(dra, tmp_path):
     (lambda: want("a", selector="device.attributes[ 1 +"), "CEL compile error"),
     (lambda: want("a", selector=f'device.attributes["{GPU}"].model > 5'), "CEL runtime error"),
     (lambda: want("a", klass="no-such-class"), "could not retrieve device class no-such-class"),
+    # a missing attribute: the scheduler's words, with its hint (errors.go)
+    (lambda: want("a", selector=f'device.attributes["{GPU}"].nope == 1'),
+     "CEL runtime error: no such key: nope. consider using CEL optional chaining (.? followed by orValue()) or "
+     "guarding the check with has() for optional fields"),
 ])
 def test_bad_input_is_a_finding_never_a_traceback(dra, tmp_path, make, error):
     snap = write(tmp_path, [resource_slice("worker-1", GPU, ["gpu-0"]), make(), pending("p", {"x": "a"})])
