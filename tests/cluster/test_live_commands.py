@@ -8,6 +8,7 @@ import urllib.parse
 import urllib.request
 
 import yaml
+from httpget import get
 from agentpods import NODE, NODE_OBJECT, node_pods
 from cgroup_tree import build_tree, set_file
 from controlplane import started
@@ -101,14 +102,6 @@ def agent_setup(tmp_path_factory):
     kube = KubeOptions(kubeconfig=str(plane.kubeconfig(work / "kubeconfig")))
     return plane, Agent(AgentConfig(node=NODE, cgroup_root=str(work / "fs" / "cgroup"), listen="127.0.0.1:0",
                                     interval=0.2), kube), {p.name: p.uid for p in pods}
-
-
-def get(url: str) -> tuple[int, str]:
-    try:
-        with urllib.request.urlopen(url, timeout=5) as response:
-            return response.status, response.read().decode()
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read().decode()
 
 
 def test_agent_report_events_dedup_and_endpoints(tmp_path_factory):

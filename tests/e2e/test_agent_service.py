@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import urllib.request
-
 import pytest
+from httpget import get
 from cgroup_tree import build_tree, set_file
 from agentpods import NODE, NODE_OBJECT, node_pods
 
@@ -12,6 +11,7 @@ from kubectl_dra.cgroups.options import NodeOptions
 from kubectl_dra.kube.options import KubeOptions
 from kubectl_dra.errors import ApiError
 from node_agent.service import Agent, AgentConfig
+
 
 @pytest.fixture
 def agent(tmp_path, make_apiserver, kubeconfig_for):
@@ -26,14 +26,6 @@ def agent(tmp_path, make_apiserver, kubeconfig_for):
     yield agent, server
     if agent.server:
         agent.server.shutdown()
-
-
-def get(url: str) -> tuple[int, str]:
-    try:
-        with urllib.request.urlopen(url, timeout=5) as response:
-            return response.status, response.read().decode()
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read().decode()
 
 
 def test_survives_api_server_outage(agent):
