@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping
 
 from kubectl_dra.errors import ConfigError
+from kubectl_dra.kube.options import ConfigFlags
 
 SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 """Where a pod's service-account token, CA and namespace are mounted (tests pass another dir)."""
@@ -51,28 +52,6 @@ SERVICE_HOST_ENV = "KUBERNETES_SERVICE_HOST"
 SERVICE_PORT_ENV = "KUBERNETES_SERVICE_PORT"
 
 _EFFECTIVE = "kubectl-dra"  # name of the one cluster/user/context handed to the client's loader
-
-
-@dataclass(frozen=True)
-class ConfigFlags:
-    """kubectl's global connection flags; ``None`` (or empty) means the flag was not given."""
-
-    kubeconfig: str | None = None
-    context: str | None = None
-    cluster: str | None = None
-    user: str | None = None
-    namespace: str | None = None
-    server: str | None = None
-    token: str | None = None
-    certificate_authority: str | None = None
-    client_certificate: str | None = None
-    client_key: str | None = None
-    tls_server_name: str | None = None
-    insecure_skip_tls_verify: bool = False
-    as_user: str | None = None
-    as_groups: tuple[str, ...] = ()
-    as_uid: str | None = None
-    request_timeout: str | None = None  # kubectl syntax: "0" (none), "30", "1s", "2m", "1m30s", "500ms"
 
 
 @dataclass(frozen=True)

@@ -7,13 +7,14 @@ from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
-class KubeOptions:
+class ConfigFlags:
+    """kubectl's global connection flags; ``None`` (or empty) means the flag was not given."""
+
     kubeconfig: str | None = None
     context: str | None = None
     cluster: str | None = None
     user: str | None = None
     namespace: str | None = None
-    all_namespaces: bool = False
     server: str | None = None
     token: str | None = None
     certificate_authority: str | None = None
@@ -24,6 +25,13 @@ class KubeOptions:
     as_user: str | None = None
     as_groups: tuple[str, ...] = ()
     as_uid: str | None = None
-    request_timeout: str | None = None
+    request_timeout: str | None = None  # kubectl syntax: "0" (none), "30", "1s", "2m", "1m30s", "500ms"
+
+
+@dataclass(frozen=True)
+class KubeOptions(ConfigFlags):
+    """kubectl's flags plus what is ours: ``-A``, ``--snapshot``, ``--debug``."""
+
+    all_namespaces: bool = False
     snapshot: str | None = None
     debug: bool = False

@@ -27,18 +27,10 @@ def open_source(kube: KubeOptions) -> Opened:
     import os
 
     from kubectl_dra.kube.client import Session
-    from kubectl_dra.kube.config import ConfigFlags, load_client_config
+    from kubectl_dra.kube.config import load_client_config
     from kubectl_dra.kube.live import LiveSource
 
-    flags = ConfigFlags(
-        kubeconfig=kube.kubeconfig, context=kube.context, cluster=kube.cluster, user=kube.user,
-        namespace=kube.namespace, server=kube.server, token=kube.token,
-        certificate_authority=kube.certificate_authority, client_certificate=kube.client_certificate,
-        client_key=kube.client_key, tls_server_name=kube.tls_server_name,
-        insecure_skip_tls_verify=kube.insecure_skip_tls_verify, as_user=kube.as_user,
-        as_groups=tuple(kube.as_groups), as_uid=kube.as_uid, request_timeout=kube.request_timeout,
-    )
-    config = load_client_config(flags, environ=os.environ)
+    config = load_client_config(kube, environ=os.environ)  # KubeOptions are kubectl's ConfigFlags and more
     session = Session(config.configuration, request_timeout=config.request_timeout,
                       headers=config.impersonate_headers, credential=config.credential)
     namespace = None if kube.all_namespaces else config.namespace
