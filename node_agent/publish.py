@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+import collections
 from datetime import datetime, timezone
 
 import psutil
@@ -57,17 +58,11 @@ class Metrics:
             self.pods.labels(self.node, verdict).set(sum(p.verdict == verdict for p in report.status.pods))
         self.divergences.clear()
         for pod in report.status.pods:
-            counts: dict[tuple[str, str], int] = {}
-            for d in pod.divergences:
-                counts[(d.cause, d.severity)] = counts.get((d.cause, d.severity), 0) + 1
-            for (cause, severity), n in counts.items():
+            for (cause, severity), n in collections.Counter((d.cause, d.severity) for d in pod.divergences).items():
                 self.divergences.labels(self.node, pod.namespace, pod.name, pod.uid, cause, severity).set(n)
         self.claim_findings.clear()
         for claim in report.status.claims:
-            found: dict[tuple[str, str], int] = {}
-            for f in claim.findings:
-                found[(f.code, f.severity)] = found.get((f.code, f.severity), 0) + 1
-            for (code, severity), n in found.items():
+            for (code, severity), n in collections.Counter((f.code, f.severity) for f in claim.findings).items():
                 self.claim_findings.labels(self.node, claim.namespace, claim.name, code, severity).set(n)
         for source in report.status.sources:
             self.sources.labels(self.node, source.name).set({"read": 1, "absent": 0}.get(source.state, -1))
