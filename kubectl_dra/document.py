@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
 API_VERSION = "kubectl-dra.io/v1alpha1"
-PART_CONFIG = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+PART_CONFIG = ConfigDict(alias_generator=to_camel, populate_by_name=True, defer_build=True)
 
 
 class Part(BaseModel):

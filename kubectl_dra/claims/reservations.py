@@ -14,7 +14,7 @@ from kubectl_dra.document import part
 from kubectl_dra.model.base import KubeObject
 from kubectl_dra.model.inventory import Inventory
 from kubectl_dra.model.pod import Pod
-from kubectl_dra.model.registry import MODELS
+from kubectl_dra.model.registry import models
 from kubectl_dra.model.resource import ResourceClaim, ResourceClaimConsumerReference
 from kubectl_dra.model.scheduling import PodGroup
 from kubectl_dra.model.workloads import ReplicaSet
@@ -51,7 +51,7 @@ def is_reserved_for_pod(claim: ResourceClaim, pod: Pod) -> bool:
 
 
 def _model_for(ref: ResourceClaimConsumerReference) -> type[KubeObject] | None:
-    return next((m for m in MODELS if m.PLURAL == ref.resource and m.GROUP == (ref.api_group or "")), None)
+    return next((m for m in models() if m.PLURAL == ref.resource and m.GROUP == (ref.api_group or "")), None)
 
 
 def _owned_pods(inventory: Inventory, owner: KubeObject) -> list[Pod]:

@@ -5,15 +5,17 @@ from __future__ import annotations
 import dataclasses
 from datetime import datetime
 
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
 from pydantic import Field, PrivateAttr
 
 from kubectl_dra.document import Document, part
 from kubectl_dra.gcpause import gc_paused
-from kubectl_dra.model.inventory import Inventory
 from kubectl_dra.model.resource import ResourceClaim, ResourceClaimConsumerReference
 from kubectl_dra.quantity import Quantity
+
+if TYPE_CHECKING:
+    from kubectl_dra.model.inventory import Inventory
 
 
 @part

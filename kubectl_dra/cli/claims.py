@@ -47,9 +47,7 @@ def claims(ctx: click.Context, kube, output, selector: str | None, only_findings
     from kubectl_dra.claims.summary import SORT_ALIASES, SORT_KEYS, list_claims, sort_key
     from kubectl_dra.cli.runtime import open_for, report_problems, require_kinds
     from kubectl_dra.kube.reads import ReadRequest
-    from kubectl_dra.model.pod import Pod
-    from kubectl_dra.model.resource import ResourceClaim, ResourceSlice
-    from kubectl_dra.model.scheduling import PodGroup
+    from kubectl_dra.model.resource import ResourceClaim
     from kubectl_dra.printers.claims import claim_names, claim_table
     from kubectl_dra.printers.output import emit
     from kubectl_dra.printers.style import Style
@@ -64,9 +62,15 @@ def claims(ctx: click.Context, kube, output, selector: str | None, only_findings
     wanted = ReadRequest(ResourceClaim, opened.namespace, label_selector=selector, keep_raw=False)
     # the plain table and -o name show nothing taken from pods, slices or PodGroups; the detailed
     # view needs them, but of the pods only those that can matter to a claim
-    context = [ReadRequest(Pod, opened.namespace, keep_raw=False, keep=Pod.uses_claims),
-               ReadRequest(ResourceSlice, keep_raw=False),
-               ReadRequest(PodGroup, opened.namespace, required=False, keep_raw=False)] if detailed else []
+    context = []
+    if detailed:
+        from kubectl_dra.model.pod import Pod
+        from kubectl_dra.model.resource import ResourceSlice
+        from kubectl_dra.model.scheduling import PodGroup
+
+        context = [ReadRequest(Pod, opened.namespace, keep_raw=False, keep=Pod.uses_claims),
+                   ReadRequest(ResourceSlice, keep_raw=False),
+                   ReadRequest(PodGroup, opened.namespace, required=False, keep_raw=False)]
     opened.source.prime([wanted, *context])  # every kind's first page on its way at once
     inventory = opened.source.read(context)
     result = list_claims(opened.source.stream(wanted, inventory), inventory, detailed=detailed,

@@ -47,11 +47,11 @@ def claim(ctx: click.Context, kube, output, pod_name: str | None, only_node: str
     from kubectl_dra.cli.runtime import fetch_named, open_for, read_around, report_problems, slice_requests
     from kubectl_dra.kube.reads import ReadRequest
     from kubectl_dra.model.pod import Pod
-    from kubectl_dra.model.registry import MODELS
+    from kubectl_dra.model.registry import models
     from kubectl_dra.model.resource import DeviceClass, ResourceClaim
     from kubectl_dra.model.scheduling import PodGroup
     from kubectl_dra.model.workloads import ReplicaSet
-    from kubectl_dra.printers.claims import claim_tree
+    from kubectl_dra.printers.claim_tree import claim_tree
     from kubectl_dra.printers.output import emit
     from kubectl_dra.printers.style import Style
 
@@ -74,7 +74,7 @@ def claim(ctx: click.Context, kube, output, pod_name: str | None, only_node: str
     if any(r.is_pod_group for r in refs):
         requests.append(ReadRequest(PodGroup, namespace, required=False))
     other = {(r.api_group or "", r.resource) for r in refs if not r.is_pod and not r.is_pod_group}
-    for model in MODELS:
+    for model in models():
         if (model.GROUP, model.PLURAL) in other:
             requests.append(ReadRequest(model, namespace if model.NAMESPACED else None, required=False))
             if model.KIND == "Deployment":

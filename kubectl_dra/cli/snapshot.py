@@ -45,7 +45,7 @@ def snapshot(ctx: click.Context, kube, output_dir: Path, overwrite: bool, no_hea
     from kubectl_dra.cli.runtime import open_for, report_problems, require_kinds
     from kubectl_dra.kube.reads import ReadRequest
     from kubectl_dra.kube.snapshot import check_target, write_snapshot
-    from kubectl_dra.model.registry import MODELS
+    from kubectl_dra.model.registry import models
     from kubectl_dra.printers.table import Column, render
 
     env = ctx.obj
@@ -53,12 +53,12 @@ def snapshot(ctx: click.Context, kube, output_dir: Path, overwrite: bool, no_hea
     opened = open_for(env, kube)
     required = {"Pod", "Node", "ResourceClaim", "ResourceSlice"}
     inventory = opened.source.read(
-        [ReadRequest(m, opened.namespace, required=m.KIND in required) for m in MODELS])
-    by_kind = {m: [obj.raw for obj in inventory.all(m)] for m in MODELS if m.KIND in inventory.read_kinds}
+        [ReadRequest(m, opened.namespace, required=m.KIND in required) for m in models()])
+    by_kind = {m: [obj.raw for obj in inventory.all(m)] for m in models() if m.KIND in inventory.read_kinds}
     if not by_kind:
-        require_kinds(env, inventory, *MODELS)
+        require_kinds(env, inventory, *models())
     not_read = {m.KIND: next((p.message for p in inventory.problems if p.kind == m.KIND), "not read")
-                for m in MODELS if m.KIND not in inventory.read_kinds}
+                for m in models() if m.KIND not in inventory.read_kinds}
     about = {"createdBy": f"kubectl-dra {__version__}", "created": env.now().strftime("%Y-%m-%dT%H:%M:%SZ"),
              "source": opened.source.description, "namespace": opened.namespace, "notRead": not_read}
     try:

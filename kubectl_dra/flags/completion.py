@@ -41,9 +41,9 @@ def object_names(kind: str) -> Callable:
         try:
             from kubectl_dra.kube.reads import ReadRequest
             from kubectl_dra.kube.sources import open_source
-            from kubectl_dra.model.registry import MODELS
+            from kubectl_dra.model.registry import models
 
-            model = next(m for m in MODELS if m.KIND == kind)
+            model = next(m for m in models() if m.KIND == kind)
             opened = open_source(_kube_options(ctx))
             inventory = opened.source.read([ReadRequest(model, opened.namespace if model.NAMESPACED else None,
                                                         required=False, keep_raw=False)])
@@ -62,7 +62,7 @@ def namespaces(ctx: click.Context, param: click.Parameter, incomplete: str):
     try:
         from kubectl_dra.kube.reads import ReadRequest
         from kubectl_dra.kube.sources import open_source
-        from kubectl_dra.model.registry import MODELS
+        from kubectl_dra.model.registry import models
 
         opened = open_source(_kube_options(ctx))
         if opened.live:
@@ -70,8 +70,8 @@ def namespaces(ctx: click.Context, param: click.Parameter, incomplete: str):
             found = {(item.get("metadata") or {}).get("name", "") for item in listed.get("items") or []}
         else:
             inventory = opened.source.read([ReadRequest(m, None, required=False, keep_raw=False)
-                                            for m in MODELS if m.NAMESPACED])
-            found = {obj.namespace for m in MODELS if m.NAMESPACED for obj in inventory.all(m)}
+                                            for m in models() if m.NAMESPACED])
+            found = {obj.namespace for m in models() if m.NAMESPACED for obj in inventory.all(m)}
     except Exception:
         return []
     return [CompletionItem(name) for name in sorted(n for n in found if n) if name.startswith(incomplete)]

@@ -8,14 +8,15 @@ can say what it could not see instead of silently pretending.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Iterable, Literal, TypeVar
+from typing import TYPE_CHECKING, Iterable, Literal, TypeVar
 
 from pydantic import BaseModel
 
 from kubectl_dra.model.base import KubeObject
-from kubectl_dra.model.pod import Pod
-from kubectl_dra.model.resource import ResourceClaim, ResourceSlice
-from kubectl_dra.pools.slices import current_generations, pool_key
+
+if TYPE_CHECKING:  # only for annotations: the indexes go by kind name (see of_kind)
+    from kubectl_dra.model.pod import Pod
+    from kubectl_dra.model.resource import ResourceClaim
 
 T = TypeVar("T", bound=KubeObject)
 
@@ -67,6 +68,11 @@ class Inventory:
     def all(self, model: type[T]) -> list[T]:
         return list(self._by_type.get(model, ()))  # type: ignore[arg-type]
 
+    def of_kind(self, kind: str) -> list:
+        """``all`` by kind name: the indexes below use it so that a command that read no pods
+        never imports (and so never builds) the Pod view."""
+        return next((list(objects) for model, objects in self._by_type.items() if model.KIND == kind), [])
+
     def get(self, model: type[T], namespace: str | None, name: str) -> T | None:
         return self._by_key.get((model, namespace, name))  # type: ignore[return-value]
 
@@ -81,7 +87,7 @@ class Inventory:
         """(namespace, ResourceClaim name) -> pods that reference it."""
         if "pods_by_claim" not in self._cache:
             index: dict[tuple[str, str], list[Pod]] = defaultdict(list)
-            for pod in self.all(Pod):
+            for pod in self.of_kind("Pod"):
                 for claim_name in set(pod.referenced_claim_names().values()):
                     if claim_name:
                         index[(pod.namespace, claim_name)].append(pod)
@@ -92,7 +98,7 @@ class Inventory:
         """Node name -> pods bound to it (every verify of a node would otherwise scan every pod)."""
         if "pods_by_node" not in self._cache:
             index: dict[str, list[Pod]] = defaultdict(list)
-            for pod in self.all(Pod):
+            for pod in self.of_kind("Pod"):
                 if pod.node_name:
                     index[pod.node_name].append(pod)
             self._cache["pods_by_node"] = index
@@ -102,7 +108,9 @@ class Inventory:
         """The ResourceSlice and device an allocation result points at, or (None, None). Only a
         pool's highest generation counts: a device left only in an outdated slice is gone."""
         if "devices" not in self._cache:
-            slices = self.all(ResourceSlice)
+            from kubectl_dra.pools.slices import current_generations, pool_key
+
+            slices = self.of_kind("ResourceSlice")
             highest = current_generations(slices)
             current, outdated = {}, {}
             for rs in slices:
@@ -123,8 +131,10 @@ class Inventory:
         found = self._cache["outdated_devices"].get((driver, pool, device))
         if found is None or (driver, pool, device) in self._cache["devices"]:
             return None
-        highest = current_generations(rs for rs in self.all(ResourceSlice) if pool_key(rs) == (driver, pool))
+        from kubectl_dra.pools.slices import current_generations, pool_key
+
+        highest = current_generations(rs for rs in self.of_kind("ResourceSlice") if pool_key(rs) == (driver, pool))
         return found[2], highest[(driver, pool)]
 
     def claims(self) -> list[ResourceClaim]:
-        return self.all(ResourceClaim)
+        return self.of_kind("ResourceClaim")

@@ -2,19 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
 
 from kubectl_dra.errors import InputError
 from kubectl_dra.model.base import KubeObject, View, field_path, view
-from kubectl_dra.model.karpenter import NodeClaim, NodeOverlay, NodePool
-from kubectl_dra.model.node import Node
-from kubectl_dra.model.pod import Pod
-from kubectl_dra.model.resource import (DeviceClass, DeviceTaintRule, ResourceClaim, ResourceClaimTemplate,
-                                         ResourceSlice)
-from kubectl_dra.model.scheduling import PodGroup
-from kubectl_dra.model.workloads import Deployment, Job, ReplicaSet, StatefulSet
 
 OWN_GROUP = "kubectl-dra.io"
 OWN_KINDS = {"InstanceTypeCatalog": ("v1alpha1",)}
@@ -33,11 +27,26 @@ class NodeEnforcementReportObject(KubeObject):
 
     status: dict = Field(default_factory=dict)
 
-MODELS: tuple[type[KubeObject], ...] = (
-    Pod, Node, ResourceClaim, ResourceClaimTemplate, ResourceSlice, DeviceClass, DeviceTaintRule, PodGroup,
-    NodePool, NodeClaim, NodeOverlay, Deployment, ReplicaSet, StatefulSet, Job, NodeEnforcementReportObject,
-)
-BY_GROUP_KIND: dict[tuple[str, str], type[KubeObject]] = {(m.GROUP, m.KIND): m for m in MODELS}
+
+@functools.cache
+def models() -> tuple[type[KubeObject], ...]:
+    """Every kind the tool reads. Imported on first use: a command that reads one kind (a live
+    ``claims`` list) does not pay for creating the view classes of the fifteen others."""
+    from kubectl_dra.model.karpenter import NodeClaim, NodeOverlay, NodePool
+    from kubectl_dra.model.node import Node
+    from kubectl_dra.model.pod import Pod
+    from kubectl_dra.model.resource import (DeviceClass, DeviceTaintRule, ResourceClaim, ResourceClaimTemplate,
+                                             ResourceSlice)
+    from kubectl_dra.model.scheduling import PodGroup
+    from kubectl_dra.model.workloads import Deployment, Job, ReplicaSet, StatefulSet
+
+    return (Pod, Node, ResourceClaim, ResourceClaimTemplate, ResourceSlice, DeviceClass, DeviceTaintRule, PodGroup,
+            NodePool, NodeClaim, NodeOverlay, Deployment, ReplicaSet, StatefulSet, Job, NodeEnforcementReportObject)
+
+
+@functools.cache
+def by_group_kind() -> dict[tuple[str, str], type[KubeObject]]:
+    return {(m.GROUP, m.KIND): m for m in models()}
 
 
 def split_api_version(api_version: str) -> tuple[str, str]:
@@ -90,7 +99,7 @@ def parse_object(raw: dict, keep_raw: bool = True) -> KubeObject | dict | None:
             raise InputError(f"{describe(raw)}: unknown API version {api_version} (this tool reads "
                              f"{', '.join(OWN_GROUP + '/' + v for v in OWN_KINDS[kind])})")
         return raw
-    model = BY_GROUP_KIND.get((group, kind))
+    model = by_group_kind().get((group, kind))
     if model is None:
         return None
     if version not in model.VERSIONS:

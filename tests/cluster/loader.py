@@ -19,7 +19,7 @@ import json
 import time
 import urllib.error
 
-from kubectl_dra.model.registry import BY_GROUP_KIND, split_api_version
+from kubectl_dra.model.registry import by_group_kind, split_api_version
 
 ORDER = ["Namespace", "CustomResourceDefinition", "RuntimeClass", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Node",
          "DeviceClass", "ResourceSlice", "NodePool", "NodeClaim", "NodeOverlay", "Deployment", "ReplicaSet",
@@ -37,7 +37,7 @@ class Rejected(Exception):
 
 def collection(obj: dict) -> str:
     group, version = split_api_version(obj["apiVersion"])
-    model = BY_GROUP_KIND.get((group, obj["kind"]))
+    model = by_group_kind().get((group, obj["kind"]))
     plural, namespaced = (model.PLURAL, model.NAMESPACED) if model else EXTRA[(group, obj["kind"])]
     base = f"/api/{version}" if not group else f"/apis/{group}/{version}"
     namespace = obj["metadata"].get("namespace")

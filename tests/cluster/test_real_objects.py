@@ -40,13 +40,13 @@ def stored_as_written(plane, written: list[dict], dropped: tuple[str, ...] = ())
     """Read every object back in the version it claims: what was written is what is stored (spec
     and status), apart from fields the server adds, the UIDs it assigned, and the ``dropped``
     paths (regular expressions) a newer server no longer keeps."""
-    from kubectl_dra.model.registry import BY_GROUP_KIND
+    from kubectl_dra.model.registry import by_group_kind
 
     uids = _uids(written)
     for obj in written:
         kind, meta = obj["kind"], obj["metadata"]
         group, _, version = obj["apiVersion"].rpartition("/")
-        model = BY_GROUP_KIND.get((group, kind))
+        model = by_group_kind().get((group, kind))
         plural = model.PLURAL if model else {"Namespace": "namespaces", "RuntimeClass": "runtimeclasses"}[kind]
         namespaced = model.NAMESPACED if model else False
         where = f"/namespaces/{meta['namespace']}" if namespaced else ""

@@ -9,7 +9,7 @@ import yaml
 
 from kubectl_dra.kube.snapshot import load_snapshot
 from kubectl_dra.model.pod import Pod
-from kubectl_dra.model.registry import MODELS
+from kubectl_dra.model.registry import models
 from kubectl_dra.quantity import Quantity
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -119,7 +119,7 @@ def test_older_generation_pod_is_not_enforced(dra):
 
 
 def test_bad_inputs_still_explain_what_is_known(tmp_path, dra):
-    objects = [o.raw for m in MODELS for o in load_snapshot(EXAMPLE).all(m)]
+    objects = [o.raw for m in models() for o in load_snapshot(EXAMPLE).all(m)]
     for obj in objects:
         if obj["kind"] == "ResourceSlice" and obj["spec"]["driver"] == "dra.cpu":
             obj["spec"]["devices"][0]["nodeAllocatableResources"]["cpu"]["mapping"]["capacityMultiplier"] = "lots"

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from kubectl_dra.kube.snapshot import load_snapshot
-from kubectl_dra.model.registry import MODELS
+from kubectl_dra.model.registry import models
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "objects"
@@ -18,7 +18,7 @@ EXAMPLE = ROOT / "examples" / "cluster"
 def test_every_fixture_object_loads_without_problems(snapshot):
     inventory = load_snapshot(snapshot)
     assert inventory.problems == []
-    kinds = {m.KIND for m in MODELS if inventory.all(m)}
+    kinds = {m.KIND for m in models() if inventory.all(m)}
     assert {"Pod", "ResourceClaim", "ResourceSlice"} <= kinds
 
 
@@ -102,7 +102,7 @@ def test_extended_resource_claim_consumer(dra):
 
 def test_older_generation_live_with_podgroup(make_apiserver, kubeconfig_for, dra):
     """1.36 cluster: resource.k8s.io/v1beta1 and scheduling.k8s.io/v1alpha2 only."""
-    objects = [o.raw for m in MODELS for o in load_snapshot(FIXTURES / "v1beta1").all(m)]
+    objects = [o.raw for m in models() for o in load_snapshot(FIXTURES / "v1beta1").all(m)]
     server = make_apiserver(objects, served={"resource.k8s.io": ["v1beta1"], "scheduling.k8s.io": ["v1alpha2"]})
     kubeconfig = str(kubeconfig_for(server, namespace="ml"))
     result = dra("explain", "claim", "group-1-gpu-xd97l", "--kubeconfig", kubeconfig, "-o", "json")

@@ -7,7 +7,7 @@ from pathlib import Path
 import yaml
 
 from kubectl_dra.kube.snapshot import load_snapshot
-from kubectl_dra.model.registry import MODELS
+from kubectl_dra.model.registry import models
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "cluster"
@@ -74,7 +74,7 @@ def test_explain_node_totals_overlays_and_prediction_mismatch(tmp_path, dra):
     assert doc["claims"] == [{"namespace": "default", "name": "risk-engine-cpus", "devices": [
         "dra.cpu/worker-cpu-1/cpudevnuma000"], "pods": ["default/risk-engine"]}]
     assert doc["findings"] == []
-    objects = [o.raw for m in MODELS for o in load_snapshot(EXAMPLE).all(m)]
+    objects = [o.raw for m in models() for o in load_snapshot(EXAMPLE).all(m)]
     for obj in objects:
         if obj["kind"] == "Node" and obj["metadata"]["name"] == "worker-cpu-1":
             obj["status"]["capacity"].pop("hugepages-2Mi")  # the launch template forgot the huge pages

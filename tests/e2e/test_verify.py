@@ -7,7 +7,7 @@ from pathlib import Path
 import yaml
 
 from kubectl_dra.kube.snapshot import load_snapshot
-from kubectl_dra.model.registry import MODELS
+from kubectl_dra.model.registry import models
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "cluster"
@@ -57,7 +57,7 @@ def test_example_reports_json_and_filters(dra):
 
 
 def test_stale_report_is_not_trusted(tmp_path, dra):
-    objects = [o.raw for m in MODELS for o in load_snapshot(EXAMPLE).all(m)]
+    objects = [o.raw for m in models() for o in load_snapshot(EXAMPLE).all(m)]
     for obj in objects:
         if obj["kind"] == "Pod" and obj["metadata"]["name"] == "embedder":
             reranker = next(c for c in obj["spec"]["containers"] if c["name"] == "reranker")
