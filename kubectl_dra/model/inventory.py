@@ -8,7 +8,7 @@ can say what it could not see instead of silently pretending.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import TYPE_CHECKING, Iterable, Literal, TypeVar
+from typing import TYPE_CHECKING, Callable, Iterable, Literal, TypeVar
 
 from pydantic import BaseModel
 
@@ -19,6 +19,7 @@ if TYPE_CHECKING:  # only for annotations: the indexes go by kind name (see of_k
     from kubectl_dra.model.resource import ResourceClaim
 
 T = TypeVar("T", bound=KubeObject)
+V = TypeVar("V")
 
 
 class Problem(BaseModel):
@@ -81,6 +82,13 @@ class Inventory:
 
     def count(self) -> int:
         return sum(len(v) for v in self._by_type.values()) + sum(len(v) for v in self.documents.values())
+
+    def index(self, name: str, build: Callable[[], V]) -> V:
+        """A derived index (``build()``), built once and kept until an object is added: what a
+        per-claim question would otherwise recompute over every object for every claim."""
+        if name not in self._cache:
+            self._cache[name] = build()
+        return self._cache[name]
 
     # Indexes the claim analysis needs often; computed on demand and cached.
     def pods_by_claim(self) -> dict[tuple[str, str], list[Pod]]:

@@ -279,5 +279,5 @@ def _device_findings(pod: Pod, inventory: Inventory) -> list[Finding]:
             continue
         _, found = claim_taints(claim, inventory)
         out += [f for f in found if f.code != "DeviceUnhealthy"]
-    out += [f for f in health_findings(inventory, pod.namespace) if f.object == f"pod/{pod.namespace}/{pod.name}"]
+    out += health_findings([pod])
     return out

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 from datetime import datetime, timedelta, timezone
-from typing import Literal
+from typing import Iterable, Literal
 
 from pydantic import Field
 
@@ -99,24 +99,41 @@ def published_devices(slices: list[ResourceSlice]) -> dict[Key, str | None]:
     return out
 
 
-def device_taints(inventory: Inventory, rules: list[DeviceTaintRule], now: datetime,
-                  extra_keys=()) -> dict[Key, list[TaintView]]:
-    """Taints per device: the slices' (highest generation), then every matching rule's (over the
-    published devices and ``extra_keys``, e.g. allocated ones no slice lists)."""
+def _slice_taints(inventory: Inventory) -> tuple[set[Key], dict[Key, list[TaintView]]]:
+    """Every published device (pools' highest generation) and the taints its slices give it."""
+    published: set[Key] = set()
     out: dict[Key, list[TaintView]] = {}
-    keys = set(extra_keys)
     for rs in current_slices(inventory.all(ResourceSlice)):
         for device in rs.spec.devices:
             key = (rs.spec.driver, rs.spec.pool.name, device.name)
-            keys.add(key)
+            published.add(key)
             if device.taints:
                 out.setdefault(key, []).extend(_taint(t, "slice") for t in device.taints)
+    return published, out
+
+
+def taints_of(inventory: Inventory, rules: list[DeviceTaintRule], now: datetime, keys) -> dict[Key, list[TaintView]]:
+    """Taints of the devices ``keys``: their slices' (highest generation), then every matching
+    rule's. The slices are indexed once per inventory, so one claim's question costs its devices."""
+    _, from_slices = inventory.index("taints.slices", lambda: _slice_taints(inventory))
+    out: dict[Key, list[TaintView]] = {}
+    for key in keys:
+        if key in from_slices:
+            out[key] = list(from_slices[key])
     for rule in sorted(rules, key=lambda r: r.name):
         taint = rule_taint(rule, now)
         for key in keys:
             if rule_selects(rule, key):
                 out.setdefault(key, []).append(taint)
     return out
+
+
+def device_taints(inventory: Inventory, rules: list[DeviceTaintRule], now: datetime,
+                  extra_keys=()) -> dict[Key, list[TaintView]]:
+    """Taints per device over every published device and ``extra_keys`` (e.g. allocated ones no
+    slice lists: a rule taints them too)."""
+    published, _ = inventory.index("taints.slices", lambda: _slice_taints(inventory))
+    return taints_of(inventory, rules, now, published | set(extra_keys))
 
 
 def _parse(text: str | None) -> datetime | None:
@@ -267,17 +284,15 @@ def _findings(result: TaintExplanation, dry_run, published, inventory: Inventory
             finding = _consumer_finding(device, consumer)
             if finding is not None:
                 findings.append(finding)
-    findings += health_findings(inventory)
+    findings += health_findings(inventory.all(Pod))
     return findings
 
 
-def device_health(inventory: Inventory, namespace: str | None = None) -> list[tuple[Pod, str, str, str, str, str]]:
+def device_health(pods: Iterable[Pod]) -> list[tuple[Pod, str, str, str, str, str]]:
     """What kubelets report of allocated devices: (pod, container, status name, resource ID,
     health, message) from ``containerStatuses[].allocatedResourcesStatus``."""
     out = []
-    for pod in inventory.all(Pod):
-        if namespace is not None and pod.namespace != namespace:
-            continue
+    for pod in pods:
         for status in pod.status.container_statuses:
             for entry in status.allocated_resources_status:
                 for resource in entry.resources:
@@ -286,16 +301,15 @@ def device_health(inventory: Inventory, namespace: str | None = None) -> list[tu
     return out
 
 
-def health_findings(inventory: Inventory, namespace: str | None = None, pod_claim: tuple[str, str] | None = None
-                    ) -> list[Finding]:
-    """``DeviceUnhealthy`` for every device a kubelet reports Unhealthy (``pod_claim``: only the
-    entries of this (pod name, pod claim name))."""
+def health_findings(pods: Iterable[Pod], pod_claim: str | None = None) -> list[Finding]:
+    """``DeviceUnhealthy`` for every device a kubelet reports Unhealthy in ``pods`` (``pod_claim``:
+    only the entries of this pod claim name)."""
     findings = []
-    for pod, container, name, resource_id, health, message in device_health(inventory, namespace):
+    for pod, container, name, resource_id, health, message in device_health(pods):
         if health != "Unhealthy":
             continue
         claim_name = name.removeprefix("claim:").split("/")[0]
-        if pod_claim is not None and (pod.name, claim_name) != pod_claim:
+        if pod_claim is not None and claim_name != pod_claim:
             continue
         findings.append(Finding(code="DeviceUnhealthy", severity="warning", object=f"pod/{pod.namespace}/{pod.name}",
                                 message=f"the kubelet reports device {resource_id} of pod {pod.namespace}/{pod.name} "
@@ -313,7 +327,7 @@ def claim_taints(claim: ResourceClaim, inventory: Inventory, now: datetime | Non
     now = now or datetime.now(timezone.utc)
     keys = [(r.driver, r.pool, r.device) for r in claim.status.allocation.devices.results] \
         if claim.status.allocation else []
-    taints = device_taints(inventory, inventory.all(DeviceTaintRule), now, extra_keys=keys) if keys else {}
+    taints = taints_of(inventory, inventory.all(DeviceTaintRule), now, keys) if keys else {}
     mine = {k: taints[k] for k in keys if k in taints}
     findings: list[Finding] = []
     consumer = _consumer(claim, mine, inventory, now, False) if mine else None
@@ -325,5 +339,5 @@ def claim_taints(claim: ResourceClaim, inventory: Inventory, now: datetime | Non
     for pod in inventory.pods_by_claim().get((claim.namespace, claim.name), []):
         for pc in pod.spec.resource_claims:
             if pod.claim_object_name(pc) == claim.name:
-                findings += health_findings(inventory, pod.namespace, (pod.name, pc.name))
+                findings += health_findings([pod], pc.name)
     return mine, findings

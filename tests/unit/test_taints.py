@@ -162,3 +162,29 @@ def test_unhealthy_device_reported_by_the_kubelet():
     _, result = outcome(inventory)
     (finding,) = [f for f in result.findings if f.code == "DeviceUnhealthy"]
     assert GPU0 in finding.message and "XID 79" in finding.message and finding.severity == "warning"
+
+
+def test_a_claims_list_costs_each_claim_its_own_devices_and_pods(monkeypatch):
+    """``claims -o wide`` asks every claim for its taints and health: the slices are indexed once per
+    list and each claim looks at its own pods only (it was claims x pods and claims x slices)."""
+    import kubectl_dra.taints.explain as taints
+    from kubectl_dra.claims.summary import list_claims
+
+    n = 40
+    objects = []
+    for i in range(n):
+        node = f"node-{i}"
+        p = pod(f"p-{i}", claims={"gpu": f"c-{i}"}, node=node)
+        p["status"]["containerStatuses"] = [{"name": "main", "allocatedResourcesStatus": [
+            {"name": f"claim:gpu/{DRIVER}", "resources": [{"resourceID": "gpu-0", "health": "Unhealthy"}]}]}]
+        objects += [p, claim(f"c-{i}", devices=[(DRIVER, node, "gpu-0")], reserved_for=[reserved_pod(p)]),
+                    resource_slice(node, DRIVER, [{"name": "gpu-0", "taints": [TAINT]}])]
+    inventory = Inventory()
+    inventory.extend(parse_object(o) for o in objects)
+    built, pods_seen = [], []
+    index, health = taints._slice_taints, taints.device_health
+    monkeypatch.setattr(taints, "_slice_taints", lambda inv: built.append(1) or index(inv))
+    monkeypatch.setattr(taints, "device_health", lambda pods: (pods_seen.extend(pods := list(pods)), health(pods))[1])
+    result = list_claims(inventory.claims(), inventory, detailed=True)
+    assert len(built) == 1 and len(pods_seen) == n
+    assert all({"DeviceTaintedNoExecute", "DeviceUnhealthy"} <= set(item.findings) for item in result.items)
