@@ -351,18 +351,27 @@ def main() -> None:
     parser.add_argument("--help-runs", type=int, default=20)
     parser.add_argument("--predict-pods", type=int, default=10000)
     parser.add_argument("--reports", type=int, default=5000)
+    parser.add_argument("--only", default="help,prediction,agent,allocation,verify,cluster,overlays",
+                        help="comma-separated parts to run (all by default)")
     args = parser.parse_args()
-    bench_help(args.help_runs)
-    bench_prediction(args.predict_pods)
-    bench_agent_scan()
-    bench_allocation()
+    only = set(args.only.split(","))
+    if "help" in only:
+        bench_help(args.help_runs)
+    if "prediction" in only:
+        bench_prediction(args.predict_pods)
+    if "agent" in only:
+        bench_agent_scan()
+    if "allocation" in only:
+        bench_allocation()
     import tempfile
 
     with tempfile.TemporaryDirectory() as tmp:
-        bench_verify(args.reports, 10, Path(tmp))
-        bench_cluster([int(n) for n in args.sizes.split(",") if n], args.runs, Path(tmp))
-    subprocess.run([sys.executable, str(ROOT / "scripts" / "bench_overlays.py")])
-
+        if "verify" in only:
+            bench_verify(args.reports, 10, Path(tmp))
+        if "cluster" in only:
+            bench_cluster([int(n) for n in args.sizes.split(",") if n], args.runs, Path(tmp))
+    if "overlays" in only:
+        subprocess.run([sys.executable, str(ROOT / "scripts" / "bench_overlays.py")])
 
 if __name__ == "__main__":
     main()

@@ -90,19 +90,33 @@ def _pod_level(pod: Pod, kind: str) -> dict[str, Quantity]:
 
 def pod_requests(pod: Pod, entries: Iterable[ClaimEntry] = (), *, include_overhead: bool = True) -> Resources:
     """PodRequests with UseDRANodeAllocatableResourceClaimStatus."""
+    return _requests(pod, dra_total(entries), include_overhead)
+
+
+def pod_limits(pod: Pod, entries: Iterable[ClaimEntry] = (), *, include_overhead: bool = True) -> Resources:
+    """PodLimits with DRA: only declared limits (and hugepages) grow by the DRA amount."""
+    return _limits(pod, dra_total(entries), include_overhead)
+
+
+def pod_requests_and_limits(pod: Pod, entries: Iterable[ClaimEntry] = ()) -> tuple[Resources, Resources]:
+    """Both, with the claim entries summed once (what the pod cgroup is sized from)."""
+    dra = dra_total(entries)
+    return _requests(pod, dra, True), _limits(pod, dra, True)
+
+
+def _requests(pod: Pod, dra: Resources, include_overhead: bool) -> Resources:
     result = aggregate(pod, lambda c: c.resources.requests)
-    add_into(result, dra_total(entries))
+    add_into(result, dra)
     result.update(_pod_level(pod, "requests"))
     if include_overhead:
         add_into(result, pod.spec.overhead)
     return result
 
 
-def pod_limits(pod: Pod, entries: Iterable[ClaimEntry] = (), *, include_overhead: bool = True) -> Resources:
-    """PodLimits with DRA: only declared limits (and hugepages) grow by the DRA amount."""
+def _limits(pod: Pod, dra: Resources, include_overhead: bool) -> Resources:
     spec = aggregate(pod, lambda c: c.resources.limits)
     result = dict(spec)
-    for name, q in dra_total(entries).items():
+    for name, q in dra.items():
         if name in spec or is_hugepages(name):
             add_into(result, {name: q})
     result.update(_pod_level(pod, "limits"))

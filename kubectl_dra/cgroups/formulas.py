@@ -55,8 +55,10 @@ def weight_linear(shares: int) -> int:
     return 1 + (shares - 2) * 9999 // 262142
 
 
+@functools.lru_cache(maxsize=4096)
 def weight_quadratic(shares: int) -> int:
-    """opencontainers/cgroups >= 0.0.3 (runc >= 1.3.2) and crun >= 1.23."""
+    """opencontainers/cgroups >= 0.0.3 (runc >= 1.3.2) and crun >= 1.23 (cached: two logarithms and
+    a power per container add up over a node, and the shares of a node's containers repeat)."""
     if shares == 0:
         return 0
     if shares <= 2:

@@ -16,7 +16,8 @@ from typing import Annotated, Iterable
 from pydantic import Field
 
 from kubectl_dra.allocatable.entries import ClaimEntry
-from kubectl_dra.allocatable.requests import container_dra, difference, is_hugepages, pod_limits, pod_requests
+from kubectl_dra.allocatable.requests import (container_dra, difference, is_hugepages, pod_limits, pod_requests,
+                                              pod_requests_and_limits)
 from kubectl_dra.cgroups import formulas as f
 from kubectl_dra.cgroups.options import NodeOptions
 from kubectl_dra.cgroups.paths import container_cgroup, pod_cgroup
@@ -218,7 +219,7 @@ def _containers(pod: Pod):
 def _pod_files(pod: Pod, qos: str, path: str, entries: list[ClaimEntry], options: NodeOptions,
                pinned: dict[str, str], explain: bool) -> CgroupFiles:
     files = CgroupFiles(path=path, explained=explain)
-    req, lim = pod_requests(pod, entries), pod_limits(pod, entries)
+    req, lim = pod_requests_and_limits(pod, entries)
     if explain or not entries:  # what DRA adds appears in reasons only
         spec_req, spec_lim = (pod_requests(pod), pod_limits(pod)) if entries else (req, lim)
         dra_req, dra_lim = difference(req, spec_req), difference(lim, spec_lim)
