@@ -76,7 +76,7 @@ def _request_class(claim: ResourceClaim, request: str) -> tuple[str | None, str 
 
 
 def _device_view(claim: ResourceClaim, result: DeviceRequestAllocationResult, inventory: Inventory,
-                 amounts_unknown: bool) -> DeviceView:
+                 amounts_unknown: bool, facts: bool = True) -> DeviceView:
     rs, device = inventory.slice_device(result.driver, result.pool, result.device)
     class_name, subrequest = _request_class(claim, result.request)
     status = next((d for d in claim.status.devices
@@ -92,14 +92,15 @@ def _device_view(claim: ResourceClaim, result: DeviceRequestAllocationResult, in
         if class_name and "DeviceClass" in inventory.read_kinds else None,
         resource_slice=rs.name if isinstance(rs, ResourceSlice) else None,
         conditions=[{"type": c.type, "status": c.status, "reason": c.reason} for c in status.conditions]
-        if status else [],
+        if status and facts else [],
         network_data=status.network_data.model_dump(by_alias=True, exclude_none=True)
-        if status and status.network_data else None,
+        if status and status.network_data and facts else None,
     )
     if device is not None:
         view.invalid_fields = rs.device_invalid(device)
-        view.attributes = {k: a.value for k, a in device.attributes.items()}
-        view.capacity = {k: str(c.value) for k, c in device.capacity.items()}
+        if facts:
+            view.attributes = {k: a.value for k, a in device.attributes.items()}
+            view.capacity = {k: str(c.value) for k, c in device.capacity.items()}
         if not amounts_unknown:
             view.node_allocatable = {k: str(v) for k, v in mapped_amounts(device, result).items()}
         view.node_allocatable_overhead = {
@@ -110,10 +111,12 @@ def _device_view(claim: ResourceClaim, result: DeviceRequestAllocationResult, in
     return view
 
 
-def explain_claim(claim: ResourceClaim, inventory: Inventory) -> ClaimExplanation:
+def explain_claim(claim: ResourceClaim, inventory: Inventory, *, facts: bool = True) -> ClaimExplanation:
+    """``facts=False`` leaves out what only the tree and JSON show of each device (attributes,
+    capacity, conditions, network data): the claims list asks every claim for its findings."""
     results = claim.status.allocation.devices.results if claim.status.allocation else []
     amounts_unknown = bool(unknown_inputs(claim, inventory))
-    devices = [_device_view(claim, r, inventory, amounts_unknown) for r in results]
+    devices = [_device_view(claim, r, inventory, amounts_unknown, facts) for r in results]
     reservations = [resolve(ref, claim, inventory) for ref in claim.status.reserved_for]
     users = consumers(claim, inventory)
     views, node_findings = node_views(claim, inventory)

@@ -160,7 +160,7 @@ def _summaries(claims: Iterable[ResourceClaim], inventory: Inventory, detailed: 
         if detailed:
             from kubectl_dra.claims.explain import explain_claim
 
-            explanation = explain_claim(claim, inventory)
+            explanation = explain_claim(claim, inventory, facts=False)
             item.findings = sorted({f.code for f in explanation.findings})
             totals: dict = {}
             overhead: dict = {}
