@@ -21,6 +21,7 @@ from fractions import Fraction
 
 from kubectl_dra.allocation.cel import CELError, compile_selector, evaluate, quantity_value, semver_value
 from kubectl_dra.allocation.pools import Gathered, Pool, node_matches
+from kubectl_dra.allocation.state import AllocatedState
 from kubectl_dra.model.node import Node
 from kubectl_dra.model.resource import Device, DeviceClass, ExactDeviceRequest, ResourceClaim, ResourceSlice
 from kubectl_dra.pools.nodeselector import NodeSelectorError
@@ -81,44 +82,6 @@ class NodeOutcome:
     requests: list[RequestDiagnosis] = field(default_factory=list)
     error: str | None = None  # the scheduler's Error for this node, when there is one
     undetermined: str | None = None  # this tool cannot tell (and says why); never a verdict
-
-
-@dataclass(slots=True)
-class AllocatedState:
-    """Devices the cluster's claims hold (``GatherAllocatedState``): exclusive ones, shared ones
-    by share ID, and the capacity consumed on shared devices. Admin-access results hold nothing."""
-
-    exclusive: dict[tuple[str, str, str], str] = field(default_factory=dict)  # device -> claim holding it
-    shared: dict[tuple[str, str, str], list[str]] = field(default_factory=dict)  # device -> claims sharing it
-    consumed: dict[tuple[str, str, str], dict[str, Quantity]] = field(default_factory=dict)
-
-    @classmethod
-    def of(cls, claims: list[ResourceClaim], skip: set[str] = frozenset()) -> "AllocatedState":
-        state = cls()
-        for claim in claims:
-            if claim.uid not in skip:
-                state.add(claim)
-        return state
-
-    def add(self, claim: ResourceClaim) -> None:
-        """What one claim's allocation holds (taken as claims stream by; nothing else of it is kept)."""
-        if claim.status.allocation is None:
-            return
-        who = f"{claim.namespace}/{claim.name}"
-        for r in claim.status.allocation.devices.results:
-            if r.admin_access:
-                continue
-            key = (r.driver, r.pool, r.device)
-            if r.share_id is None:
-                self.exclusive[key] = who
-                continue
-            self.shared.setdefault(key, []).append(who)
-            total = self.consumed.setdefault(key, {})
-            for name, value in (r.consumed_capacity or {}).items():
-                total[name] = total[name] + value if name in total else value
-
-    def is_allocated(self, key) -> bool:
-        return key in self.exclusive or key in self.shared or key in self.consumed
 
 
 def _domain_maps(device: Device, driver: str) -> tuple[dict, dict]:

@@ -3,80 +3,16 @@ the document of DESIGN §4.3 "Allocation", and the findings that say the next st
 
 from __future__ import annotations
 
-import dataclasses
-from typing import Literal
-
 from kubectl_dra.allocation.allocator import AllocatedState, Allocator, NodeOutcome
 from kubectl_dra.allocation.pools import gather
-from kubectl_dra.document import Finding, Part, part
+from kubectl_dra.allocation.result import (Allocation, NodeAllocation, ProposalView, RejectedDevice, RequestView,
+                                           ResultView)
+from kubectl_dra.document import Finding
 from kubectl_dra.model.inventory import Inventory
 from kubectl_dra.model.node import Node
 from kubectl_dra.model.pod import Pod
 from kubectl_dra.model.resource import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
 from kubectl_dra.pools.nodeselector import NodeSelectorError, node_selector_matches
-from pydantic import Field
-
-Reason = Literal["NodeSelection", "DeviceClassSelector", "RequestSelector", "AlreadyAllocated", "Taint", "Capacity",
-                 "Counters", "Constraint", "AdminAccess", "BindingConditions", "PoolIncomplete", "PoolStale",
-                 "PoolInvalid"]
-
-
-@part
-class RejectedDevice:
-    device: str
-    reason: str
-    message: str = ""
-
-
-@part
-class RequestView:
-    claim: str
-    request: str
-    wanted: str = "1"
-    candidates: list[str] = dataclasses.field(default_factory=list)
-    rejected: list[RejectedDevice] = dataclasses.field(default_factory=list)
-
-
-@part
-class ResultView:
-    claim: str
-    request: str
-    driver: str
-    pool: str
-    device: str
-
-
-@part
-class NodeAllocation:
-    node: str
-    feasible: bool
-    results: list[ResultView] = dataclasses.field(default_factory=list)
-    requests: list[RequestView] = dataclasses.field(default_factory=list)
-    error: str | None = None  # the scheduler would report an Error on this node (not "unschedulable")
-    undetermined: str | None = None  # kubectl-dra cannot tell for this node (why): no verdict
-    message: str | None = None  # why not, in one line
-
-
-@part
-class ProposalView:
-    """A node Karpenter could launch (NodePool x instance type) with the ResourceSlices the NodeOverlay
-    templates predict (a proposal, not Karpenter behaviour): would the claims fit on it?"""
-
-    node_pool: str
-    instance_type: str
-    feasible: bool
-    results: list[ResultView] = dataclasses.field(default_factory=list)
-    message: str | None = None
-    proposal: bool = True
-
-
-class Allocation(Part):
-    feasible_nodes: list[str] = Field(default_factory=list)
-    nodes: list[NodeAllocation] = Field(default_factory=list)
-    proposals: list[ProposalView] = Field(default_factory=list)  # predicted Karpenter nodes, when asked
-    claims: list[str] = Field(default_factory=list)  # what was allocated together, in the scheduler's order
-    nodes_checked: int = 0
-    omitted_nodes: int = 0  # infeasible nodes left out of `nodes` (see --node)
 
 
 def template_claim(pod: Pod, pod_claim_name: str, template: ResourceClaimTemplate) -> ResourceClaim:

@@ -109,7 +109,7 @@ def list_claims(claims: Iterable[ResourceClaim], inventory: Inventory, *, detail
     waiting: list = []
     state = None
     if detailed:
-        from kubectl_dra.allocation.allocator import AllocatedState
+        from kubectl_dra.allocation.state import AllocatedState
 
         state = AllocatedState()
     with gc_paused():

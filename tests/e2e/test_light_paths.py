@@ -1,6 +1,7 @@
 """A command pays only for what it prints (issue 13): the plain ``claims`` list reads ResourceClaims
 and nothing else, and a fresh interpreter running it never imports (so never builds the view classes
-of) pods, the claim explanation or the allocator. ``-o wide`` does, which shows the check can see it."""
+of) pods, the claim explanation or the allocator. ``-o wide`` does read pods and explain each claim,
+which shows the check can see it, and still leaves the allocator alone while no claim waits."""
 
 from __future__ import annotations
 
@@ -54,4 +55,6 @@ def test_wide_claims_list_reads_what_its_columns_need(cluster):
     done, modules = imported(kubeconfig, "claims", "-A", "-o", "wide")
     assert done.returncode == 0, done.stderr
     assert {"kubectl_dra.model.pod", "kubectl_dra.claims.explain"} <= modules
+    # no claim waits for an allocation here: the allocator (and CEL) stay unloaded
+    assert not {"kubectl_dra.allocation.allocator", "kubectl_dra.allocation.cel"} & modules
     assert {"resourceclaims", "pods", "resourceslices"} <= {r.resource for r in server.requests if r.resource}

@@ -1,0 +1,73 @@
+"""The allocation explainer's result (``Allocation``, DESIGN §4.3), apart from the allocator: the
+claim and pod explanations carry it without importing the allocator, CEL or the pool gathering."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Literal
+
+from pydantic import Field
+
+from kubectl_dra.document import Part, part
+
+Reason = Literal["NodeSelection", "DeviceClassSelector", "RequestSelector", "AlreadyAllocated", "Taint", "Capacity",
+                 "Counters", "Constraint", "AdminAccess", "BindingConditions", "PoolIncomplete", "PoolStale",
+                 "PoolInvalid"]
+
+
+@part
+class RejectedDevice:
+    device: str
+    reason: str
+    message: str = ""
+
+
+@part
+class RequestView:
+    claim: str
+    request: str
+    wanted: str = "1"
+    candidates: list[str] = dataclasses.field(default_factory=list)
+    rejected: list[RejectedDevice] = dataclasses.field(default_factory=list)
+
+
+@part
+class ResultView:
+    claim: str
+    request: str
+    driver: str
+    pool: str
+    device: str
+
+
+@part
+class NodeAllocation:
+    node: str
+    feasible: bool
+    results: list[ResultView] = dataclasses.field(default_factory=list)
+    requests: list[RequestView] = dataclasses.field(default_factory=list)
+    error: str | None = None  # the scheduler would report an Error on this node (not "unschedulable")
+    undetermined: str | None = None  # kubectl-dra cannot tell for this node (why): no verdict
+    message: str | None = None  # why not, in one line
+
+
+@part
+class ProposalView:
+    """A node Karpenter could launch (NodePool x instance type) with the ResourceSlices the NodeOverlay
+    templates predict (a proposal, not Karpenter behaviour): would the claims fit on it?"""
+
+    node_pool: str
+    instance_type: str
+    feasible: bool
+    results: list[ResultView] = dataclasses.field(default_factory=list)
+    message: str | None = None
+    proposal: bool = True
+
+
+class Allocation(Part):
+    feasible_nodes: list[str] = Field(default_factory=list)
+    nodes: list[NodeAllocation] = Field(default_factory=list)
+    proposals: list[ProposalView] = Field(default_factory=list)  # predicted Karpenter nodes, when asked
+    claims: list[str] = Field(default_factory=list)  # what was allocated together, in the scheduler's order
+    nodes_checked: int = 0
+    omitted_nodes: int = 0  # infeasible nodes left out of `nodes` (see --node)
