@@ -81,9 +81,9 @@ def build_cluster(n_claims: int, n_pods: int) -> list[dict]:
 
 
 def bench_cluster(sizes: list[int], runs: int, tmp: Path) -> None:
-    """``claims -A`` (plain and wide) and ``explain claim`` at cluster scale, each beside kubectl
-    reading the same server (``kubectl get resourceclaims -A``; for explain, ``kubectl get`` of the
-    kinds it reads in the claim's namespace), when a kubectl is found. Two pods per claim, half of
+    """``claims -A`` (plain and wide), ``explain claim`` and ``taints`` at cluster scale, each beside
+    kubectl reading the same server (``kubectl get resourceclaims -A``; for explain and taints,
+    ``kubectl get`` of the kinds they read), when a kubectl is found. Two pods per claim, half of
     them with a claim. Wall (the server's time included, the same for both), CPU and peak RSS of the
     command, medians of ``runs``. The server runs in its own process (scripts/bench_server.py)."""
     sys.path.insert(0, str(ROOT / "tests"))
@@ -108,7 +108,8 @@ def bench_cluster(sizes: list[int], runs: int, tmp: Path) -> None:
             cases = [("claims -A", ["claims", "-A"], ["get", "resourceclaims", "-A"]),
                      ("claims -A -o wide", ["claims", "-A", "-o", "wide"], ["get", "resourceclaims", "-A"]),
                      ("explain claim claim-7 -n ns-7", ["explain", "claim", "claim-7", "-n", "ns-7"],
-                      ["get", "resourceclaims,pods,resourceslices,deviceclasses", "-n", "ns-7"])]
+                      ["get", "resourceclaims,pods,resourceslices,deviceclasses", "-n", "ns-7"]),
+                     ("taints", ["taints"], ["get", "resourceslices,resourceclaims,pods", "-A"])]
             theirs: dict[tuple, tuple[float, float, float]] = {}
             for label, ours, kube_args in cases:
                 mine = [timed([str(BIN / "kubectl-dra"), *ours], env) for _ in range(runs)]
