@@ -33,6 +33,9 @@ def is_hugepages(name: str) -> bool:
 
 
 def add_into(target: Resources, other: Mapping[str, Quantity]) -> None:
+    if not target:  # the first summand (most sums here have one or two): taken as it is
+        target.update(other)
+        return
     for name, q in other.items():
         have = target.get(name)
         target[name] = q if have is None else have + q
@@ -76,7 +79,8 @@ def dra_total(entries: Iterable[ClaimEntry]) -> Resources:
                 add_into(total, {resource: overhead.per_pod})
             if overhead.per_container is not None and entry.containers:
                 add_into(total, {resource: overhead.per_container * len(entry.containers)})
-        add_into(total, entry.resources)  # 1.36 entries: counted by that scheduler as a pod total
+        if entry.resources:
+            add_into(total, entry.resources)  # 1.36 entries: counted by that scheduler as a pod total
     return total
 
 
@@ -108,7 +112,7 @@ def _requests(pod: Pod, dra: Resources, include_overhead: bool) -> Resources:
     result = aggregate(pod, lambda c: c.resources.requests)
     add_into(result, dra)
     result.update(_pod_level(pod, "requests"))
-    if include_overhead:
+    if include_overhead and pod.spec.overhead:
         add_into(result, pod.spec.overhead)
     return result
 

@@ -5,27 +5,31 @@ Paths are relative to the cgroup v2 mount (``/sys/fs/cgroup``).
 
 from __future__ import annotations
 
+import functools
+
 RUNTIME_PREFIX = {"containerd": "cri-containerd", "crio": "crio"}
 
 
-def _parts(qos: str, uid: str, kubelet_root: str) -> list[str]:
+@functools.lru_cache(maxsize=32)
+def _pod_prefix(qos: str, driver: str, kubelet_root: str) -> str:
+    """Everything of a pod's path before its UID: the same for every pod of a QoS class on a node."""
     parts = [p for p in kubelet_root.strip("/").split("/") if p]
     parts.append("kubepods")
     if qos in ("Burstable", "BestEffort"):
         parts.append(qos.lower())
-    parts.append(f"pod{uid}")
-    return parts
-
-
-def _systemd(parts: list[str]) -> str:
-    """CgroupName.ToSystemd + ExpandSlice: a-b-c.slice under a.slice/a-b.slice/..."""
+    if driver != "systemd":
+        return "/".join([*parts, "pod"])
+    # CgroupName.ToSystemd + ExpandSlice: a-b-c.slice under a.slice/a-b.slice/...
     escaped = [p.replace("-", "_") for p in parts]
-    return "/".join("-".join(escaped[: i + 1]) + ".slice" for i in range(len(escaped)))
+    parents = "".join("-".join(escaped[: i + 1]) + ".slice/" for i in range(len(escaped)))
+    return parents + "-".join(escaped) + "-pod"
 
 
 def pod_cgroup(qos: str, uid: str, driver: str = "systemd", kubelet_root: str = "/") -> str:
-    parts = _parts(qos, uid, kubelet_root)
-    return _systemd(parts) if driver == "systemd" else "/".join(parts)
+    prefix = _pod_prefix(qos, driver, kubelet_root)
+    if driver != "systemd":
+        return prefix + uid
+    return prefix + uid.replace("-", "_") + ".slice"
 
 
 def qos_cgroup(qos: str, driver: str = "systemd", kubelet_root: str = "/") -> str:

@@ -83,6 +83,14 @@ def _hugetlb_files(sizes: tuple[int, ...]) -> tuple[tuple[int, str, str, str], .
                  for size in sizes for name in (f.hugepage_size_name(size),))
 
 
+@functools.lru_cache(maxsize=16)
+def _zero_hugetlb(sizes: tuple[int, ...], rsvd: bool) -> dict[str, str]:
+    """Every hugetlb file of the host's page sizes at 0 (.rsvd.max too when written): what a pod or
+    container without huge pages gets, the common case, set in one step."""
+    return {file: "0" for _, _, max_file, rsvd_file in _hugetlb_files(sizes)
+            for file in ((max_file, rsvd_file) if rsvd else (max_file,))}
+
+
 def hugepage_limits(resources: dict[str, Quantity]) -> dict[int, int]:
     """HugePageLimits: {page size bytes: bytes}, equal sizes summed, malformed names ignored."""
     limits: dict[int, int] = {}
@@ -188,8 +196,10 @@ def _container_hugepages(pod: Pod, limits, plr_limits, dra, explain: bool) -> tu
     where only the pod-level limit exists."""
     pages: dict[int, int] = {}
     why: dict[int, str] = {}
-    if not any(map(is_hugepages, limits)) and not any(map(is_hugepages, plr_limits or ())) \
-            and not any(map(is_hugepages, dra)):
+    # a name that starts with "hugepages-" contains it: a cheap test of every name at once that
+    # can only send an odd name (e.g. example.com/hugepages-x) to the exact path below
+    if "hugepages-" not in "".join(limits) and not (plr_limits and "hugepages-" in "".join(plr_limits)) \
+            and "hugepages-" not in "".join(dra):
         return pages, why  # the common case: no huge pages anywhere
     own = hugepage_limits(limits)
     for size, value in hugepage_limits(plr_limits or {}).items():
@@ -265,8 +275,10 @@ def _pod_files(pod: Pod, qos: str, path: str, entries: list[ClaimEntry], options
                   + (f" (DRA memory {dra_req['memory']} not enforced)" if "memory" in dra_req else ""))
 
     pages = hugepage_limits(req)
+    if not pages and not explain:  # the kubelet writes .max and .rsvd.max of every size on the pod
+        files.files.update(_zero_hugetlb(tuple(options.hugepage_sizes), True))
     spec_pages = hugepage_limits(spec_req)
-    for size, name, _, _ in _hugetlb_files(tuple(options.hugepage_sizes)):
+    for size, name, _, _ in _hugetlb_files(tuple(options.hugepage_sizes)) if pages or explain else ():
         value = pages.get(size, 0)
         reason = explain and (f"requests {value} bytes of {name} pages" + (
             f" (DRA {value - spec_pages.get(size, 0)})" if value != spec_pages.get(size, 0) else "")
@@ -411,7 +423,11 @@ def _container_files(pod: Pod, container: Container, kind: str, pod_path: str, e
 
     pages, why = _container_hugepages(pod, limits, plr_limits, dra, explain)
     rsvd = options.writes_rsvd
-    for size, name, max_file, rsvd_file in _hugetlb_files(tuple(options.hugepage_sizes)):
+    if not pages and not explain:
+        zeros = _zero_hugetlb(tuple(options.hugepage_sizes), rsvd)
+        out.files.update(zeros)
+        out.cri_hugepages.update(zeros)
+    for size, name, max_file, rsvd_file in _hugetlb_files(tuple(options.hugepage_sizes)) if pages or explain else ():
         value = str(pages.get(size, 0))
         reason = explain and why.get(size, f"no {name} pages: 0")
         if explain and not options.applies_container_hugetlb:

@@ -435,13 +435,33 @@ def test_exact_assignments_win_over_the_policy_rule():
     assert pinned.exclusive_cpus == {"app": "1-2"} and "exclusive CPUs 1-2" in pinned.containers[0].because["cpu.max"]
 
 
-def test_reasons_only_when_asked_and_the_values_do_not_depend_on_it():
-    """The agent asks for values only; explain pod for the reasons too. Same numbers either way."""
-    pod = spec_pod([ctr("app", R("2", "1Gi"), R("3", "2Gi"), claims=["x"]), ctr("side", R("500m", "256Mi"))],
-                   entries=[entry("x", ["app"], {"cpu": "1"}, {"memory": ("1Gi", "512Mi")})])
-    options = NodeOptions()
+SHAPES = {
+    "dra": lambda: spec_pod([ctr("app", R("2", "1Gi"), R("3", "2Gi"), claims=["x"]), ctr("side", R("500m", "256Mi"))],
+                            entries=[entry("x", ["app"], {"cpu": "1"}, {"memory": ("1Gi", "512Mi")})]),
+    "hugepages": lambda: spec_pod([ctr("c", {"hugepages-2Mi": "4Mi", "cpu": "1", "memory": "1Gi"},
+                                       {"hugepages-2Mi": "4Mi", "cpu": "1", "memory": "1Gi"}), ctr("d", R("1", "1Gi"))],
+                                  init=[ctr("i", {"hugepages-1Gi": "1Gi", "memory": "2Gi"}, {"hugepages-1Gi": "1Gi"})]),
+    "pod-level": lambda: spec_pod([ctr("a", R("1", "1Gi")), ctr("b", {})],
+                                  plr={"limits": {"cpu": "4", "memory": "8Gi", "hugepages-2Mi": "8Mi"}}),
+    "dra-hugepages": lambda: spec_pod([ctr("a", R("1", "1Gi"), R("1", "1Gi"), claims=["x"])],
+                                      entries=[entry("x", ["a"], {"hugepages-2Mi": "2Mi"}, {})]),
+    "odd-name": lambda: spec_pod([ctr("a", {"cpu": "1", "example.com/hugepages-x": "1"},
+                                      {"cpu": "1", "example.com/hugepages-x": "1"})]),
+}
+
+
+@pytest.mark.parametrize("options", [{}, {"runtime": "crio"}, {"hugepage_sizes": []}, {"memory_qos": "tiered"}],
+                         ids=["containerd", "crio", "no-hugepages", "memory-qos"])
+@pytest.mark.parametrize("shape", SHAPES)
+def test_reasons_only_when_asked_and_the_values_do_not_depend_on_it(shape, options):
+    """The agent asks for values only; explain pod for the reasons too. Same files, in the same
+    order, either way (the values-only path sets pages-free hugetlb files in one step)."""
+    pod = SHAPES[shape]()
+    options = NodeOptions(**options)
     bare, told = predict_pod(pod, entries_of(pod), options), predict_pod(pod, entries_of(pod), options, explain=True)
-    assert bare.pod.files == told.pod.files and [c.files for c in bare.containers] == [c.files for c in told.containers]
+    assert list(bare.pod.files.items()) == list(told.pod.files.items())
+    assert [list(c.files.items()) for c in bare.containers] == [list(c.files.items()) for c in told.containers]
+    assert [c.cri_hugepages for c in bare.containers] == [c.cri_hugepages for c in told.containers]
     assert bare.pod.because == {} and all(c.because == {} for c in bare.containers)
     assert set(told.pod.because) == set(told.pod.files)
     assert all(set(c.because) == set(c.files) and all(c.because.values()) for c in told.containers)
