@@ -33,6 +33,7 @@ from kubectl_dra.errors import QuantityError
 __all__ = ["Format", "Quantity", "parse_quantity"]
 
 _NANO = 10**9
+_POW10 = tuple(10**i for i in range(40))  # the units ScaledValue divides by, computed once
 _MAX_INTEGER_DIGITS = 1000  # parse rejects |value| >= 10^1000: nothing real is near it
 _BINARY_CAP = (2**63 - 1) * _NANO  # upstream caps a BinarySI parse at MaxInt64, silently
 _BINARY_FRACTION_DIGITS = 100  # see _binary_nanos
@@ -170,10 +171,9 @@ class Quantity:
         shift = 9 + scale
         if shift <= 0:
             return nanos * 10**-shift
-        whole, rest = divmod(-nanos if nanos < 0 else nanos, 10**shift)
-        if rest:
-            whole += 1  # away from zero: below one unit is one
-        return -whole if nanos < 0 else whole
+        unit = _POW10[shift] if shift < len(_POW10) else 10**shift
+        # away from zero: a positive value rounds up (below one unit is one), a negative one down
+        return -(-nanos // unit) if nanos >= 0 else nanos // unit
 
     def value(self) -> int:
         """Whole units rounded away from zero (upstream ``Value``: 1.2 -> 2, -1.2 -> -2)."""

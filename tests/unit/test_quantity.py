@@ -383,6 +383,14 @@ def test_scaled_value(from_scale: int, to_scale: int, expected: int) -> None:
     assert (-q).scaled_value(to_scale) == -expected
 
 
+@settings(max_examples=500, deadline=None)
+@given(st.integers(min_value=-(10**30), max_value=10**30), st.integers(min_value=-12, max_value=50))
+def test_scaled_value_is_the_exact_value_rounded_away_from_zero(nanos: int, scale: int) -> None:
+    exact = Fraction(nanos, 10**9) / Fraction(10) ** scale
+    magnitude = -(-abs(exact.numerator) // exact.denominator)  # ceil(|exact|)
+    assert Quantity.from_fraction(Fraction(nanos, 10**9)).scaled_value(scale) == (magnitude if nanos >= 0 else -magnitude)
+
+
 # --------------------------------------------------------------------------------------------
 # constructors
 # --------------------------------------------------------------------------------------------
