@@ -116,6 +116,7 @@ def taints_of(inventory: Inventory, rules: list[DeviceTaintRule], now: datetime,
     """Taints of the devices ``keys``: their slices' (highest generation), then every matching
     rule's. The slices are indexed once per inventory, so one claim's question costs its devices."""
     _, from_slices = inventory.index("taints.slices", lambda: _slice_taints(inventory))
+    keys = list(dict.fromkeys(keys))  # a device a claim holds twice (shares of it) has its taints once
     out: dict[Key, list[TaintView]] = {}
     for key in keys:
         if key in from_slices:

@@ -188,3 +188,17 @@ def test_a_claims_list_costs_each_claim_its_own_devices_and_pods(monkeypatch):
     result = list_claims(inventory.claims(), inventory, detailed=True)
     assert len(built) == 1 and len(pods_seen) == n
     assert all({"DeviceTaintedNoExecute", "DeviceUnhealthy"} <= set(item.findings) for item in result.items)
+
+
+def test_a_device_held_twice_by_one_claim_shows_each_rule_taint_once():
+    """Two shares of one device in a claim's results: the device's taints are listed once."""
+    from kubectl_dra.taints.explain import claim_taints
+
+    inventory = world(taints=(), rules=[rule(selector={"driver": DRIVER})])
+    c = inventory.claims()[0]
+    raw = c.raw
+    first = raw["status"]["allocation"]["devices"]["results"][0]
+    raw["status"]["allocation"]["devices"]["results"] = [{**first, "shareID": "a"}, {**first, "shareID": "b"}]
+    twice = parse_object(raw)
+    taints, _ = claim_taints(twice, inventory, T0)
+    assert [t.source for t in taints[(DRIVER, NODE, "gpu-0")]] == ["rule/rule"]
