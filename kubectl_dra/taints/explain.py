@@ -90,32 +90,27 @@ def rule_selects(rule: DeviceTaintRule, key: Key) -> bool:
     return selector is not None and selector.matches(*key)
 
 
-def published_devices(slices: list[ResourceSlice]) -> dict[Key, str | None]:
-    """Every device of each pool's highest generation, with the node of its slice."""
-    out: dict[Key, str | None] = {}
+def published_devices(inventory: Inventory) -> tuple[dict[Key, str | None], dict[Key, list[TaintView]]]:
+    """Every device of each pool's highest generation with the node of its slice, and the taints its
+    slice gives it: indexed once per inventory, so one claim's question costs only its devices."""
+    return inventory.index("taints.published", lambda: _published(inventory.all(ResourceSlice)))
+
+
+def _published(slices: list[ResourceSlice]) -> tuple[dict[Key, str | None], dict[Key, list[TaintView]]]:
+    nodes: dict[Key, str | None] = {}
+    taints: dict[Key, list[TaintView]] = {}
     for rs in current_slices(slices):
         for device in rs.spec.devices:
-            out[(rs.spec.driver, rs.spec.pool.name, device.name)] = rs.spec.node_name or device.node_name
-    return out
-
-
-def _slice_taints(inventory: Inventory) -> tuple[set[Key], dict[Key, list[TaintView]]]:
-    """Every published device (pools' highest generation) and the taints its slices give it."""
-    published: set[Key] = set()
-    out: dict[Key, list[TaintView]] = {}
-    for rs in current_slices(inventory.all(ResourceSlice)):
-        for device in rs.spec.devices:
             key = (rs.spec.driver, rs.spec.pool.name, device.name)
-            published.add(key)
+            nodes[key] = rs.spec.node_name or device.node_name
             if device.taints:
-                out.setdefault(key, []).extend(_taint(t, "slice") for t in device.taints)
-    return published, out
+                taints.setdefault(key, []).extend(_taint(t, "slice") for t in device.taints)
+    return nodes, taints
 
 
 def taints_of(inventory: Inventory, rules: list[DeviceTaintRule], now: datetime, keys) -> dict[Key, list[TaintView]]:
-    """Taints of the devices ``keys``: their slices' (highest generation), then every matching
-    rule's. The slices are indexed once per inventory, so one claim's question costs its devices."""
-    _, from_slices = inventory.index("taints.slices", lambda: _slice_taints(inventory))
+    """Taints of the devices ``keys``: their slices' (highest generation), then every matching rule's."""
+    _, from_slices = published_devices(inventory)
     keys = list(dict.fromkeys(keys))  # a device a claim holds twice (shares of it) has its taints once
     out: dict[Key, list[TaintView]] = {}
     for key in keys:
@@ -133,8 +128,8 @@ def device_taints(inventory: Inventory, rules: list[DeviceTaintRule], now: datet
                   extra_keys=()) -> dict[Key, list[TaintView]]:
     """Taints per device over every published device and ``extra_keys`` (e.g. allocated ones no
     slice lists: a rule taints them too)."""
-    published, _ = inventory.index("taints.slices", lambda: _slice_taints(inventory))
-    return taints_of(inventory, rules, now, published | set(extra_keys))
+    published, _ = published_devices(inventory)
+    return taints_of(inventory, rules, now, [*published, *extra_keys])
 
 
 def _parse(text: str | None) -> datetime | None:
@@ -214,7 +209,7 @@ def explain_taints(inventory: Inventory, now: datetime | None = None, *, dry_run
     for claim in claims:
         for r in claim.status.allocation.devices.results:
             allocated.setdefault((r.driver, r.pool, r.device), []).append(claim)
-    published = published_devices(inventory.all(ResourceSlice))
+    published, _ = published_devices(inventory)
     if dry_run is not None:
         rules = [r for r in rules if r.name != dry_run.name] + [dry_run]
     taints = device_taints(inventory, rules, now, extra_keys=allocated)

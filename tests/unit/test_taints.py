@@ -182,8 +182,8 @@ def test_a_claims_list_costs_each_claim_its_own_devices_and_pods(monkeypatch):
     inventory = Inventory()
     inventory.extend(parse_object(o) for o in objects)
     built, pods_seen = [], []
-    index, health = taints._slice_taints, taints.device_health
-    monkeypatch.setattr(taints, "_slice_taints", lambda inv: built.append(1) or index(inv))
+    index, health = taints._published, taints.device_health
+    monkeypatch.setattr(taints, "_published", lambda slices: built.append(1) or index(slices))
     monkeypatch.setattr(taints, "device_health", lambda pods: (pods_seen.extend(pods := list(pods)), health(pods))[1])
     result = list_claims(inventory.claims(), inventory, detailed=True)
     assert len(built) == 1 and len(pods_seen) == n
