@@ -39,7 +39,7 @@ class Inventory:
         self.documents: dict[str, list[dict]] = defaultdict(list)  # our own kinds, raw
         self.problems: list[Problem] = []
         self.read_kinds: set[str] = set()  # kinds that were actually read (even if empty)
-        self._cache: dict[str, dict] = {}  # derived indexes, dropped whenever an object is added
+        self._cache: dict[str, object] = {}  # derived indexes (see index), dropped whenever an object is added
 
     def add(self, obj: KubeObject | dict) -> None:
         self._cache.clear()
@@ -93,56 +93,59 @@ class Inventory:
     # Indexes the claim analysis needs often; computed on demand and cached.
     def pods_by_claim(self) -> dict[tuple[str, str], list[Pod]]:
         """(namespace, ResourceClaim name) -> pods that reference it."""
-        if "pods_by_claim" not in self._cache:
-            index: dict[tuple[str, str], list[Pod]] = defaultdict(list)
-            for pod in self.of_kind("Pod"):
-                for claim_name in set(pod.referenced_claim_names().values()):
-                    if claim_name:
-                        index[(pod.namespace, claim_name)].append(pod)
-            self._cache["pods_by_claim"] = index
-        return self._cache["pods_by_claim"]
+        return self.index("pods_by_claim", self._pods_by_claim)
+
+    def _pods_by_claim(self) -> dict[tuple[str, str], list[Pod]]:
+        index: dict[tuple[str, str], list[Pod]] = defaultdict(list)
+        for pod in self.of_kind("Pod"):
+            for claim_name in set(pod.referenced_claim_names().values()):
+                if claim_name:
+                    index[(pod.namespace, claim_name)].append(pod)
+        return index
 
     def pods_by_node(self) -> dict[str, list[Pod]]:
         """Node name -> pods bound to it (every verify of a node would otherwise scan every pod)."""
-        if "pods_by_node" not in self._cache:
-            index: dict[str, list[Pod]] = defaultdict(list)
-            for pod in self.of_kind("Pod"):
-                if pod.node_name:
-                    index[pod.node_name].append(pod)
-            self._cache["pods_by_node"] = index
-        return self._cache["pods_by_node"]
+        return self.index("pods_by_node", self._pods_by_node)
+
+    def _pods_by_node(self) -> dict[str, list[Pod]]:
+        index: dict[str, list[Pod]] = defaultdict(list)
+        for pod in self.of_kind("Pod"):
+            if pod.node_name:
+                index[pod.node_name].append(pod)
+        return index
 
     def slice_device(self, driver: str, pool: str, device: str):
         """The ResourceSlice and device an allocation result points at, or (None, None). Only a
         pool's highest generation counts: a device left only in an outdated slice is gone."""
-        if "devices" not in self._cache:
-            from kubectl_dra.pools.slices import current_generations, pool_key
-
-            slices = self.of_kind("ResourceSlice")
-            highest = current_generations(slices)
-            current, outdated = {}, {}
-            for rs in slices:
-                generation = rs.spec.pool.generation
-                target = current if generation == highest[pool_key(rs)] else outdated
-                for dev in rs.spec.devices:
-                    key = (rs.spec.driver, rs.spec.pool.name, dev.name)
-                    if target is current or generation > outdated.get(key, (None, None, -1))[2]:
-                        target[key] = (rs, dev, generation)
-            self._cache["devices"], self._cache["outdated_devices"] = current, outdated
-        found = self._cache["devices"].get((driver, pool, device))
+        current, _, _ = self.index("devices", self._devices)
+        found = current.get((driver, pool, device))
         return (found[0], found[1]) if found else (None, None)
 
     def outdated_generation(self, driver: str, pool: str, device: str) -> tuple[int, int] | None:
         """(generation it was last published in, the pool's current generation) for a device that
         only an outdated slice still lists."""
-        self.slice_device(driver, pool, device)
-        found = self._cache["outdated_devices"].get((driver, pool, device))
-        if found is None or (driver, pool, device) in self._cache["devices"]:
+        current, outdated, highest = self.index("devices", self._devices)
+        found = outdated.get((driver, pool, device))
+        if found is None or (driver, pool, device) in current:
             return None
+        return found[2], highest[(driver, pool)]
+
+    def _devices(self) -> tuple[dict, dict, dict]:
+        """(device -> (slice, device, generation) in the pool's highest generation; the same for
+        devices only an outdated slice lists, newest first; each pool's highest generation)."""
         from kubectl_dra.pools.slices import current_generations, pool_key
 
-        highest = current_generations(rs for rs in self.of_kind("ResourceSlice") if pool_key(rs) == (driver, pool))
-        return found[2], highest[(driver, pool)]
+        slices = self.of_kind("ResourceSlice")
+        highest = current_generations(slices)
+        current, outdated = {}, {}
+        for rs in slices:
+            generation = rs.spec.pool.generation
+            target = current if generation == highest[pool_key(rs)] else outdated
+            for dev in rs.spec.devices:
+                key = (rs.spec.driver, rs.spec.pool.name, dev.name)
+                if target is current or generation > outdated.get(key, (None, None, -1))[2]:
+                    target[key] = (rs, dev, generation)
+        return current, outdated, highest
 
     def claims(self) -> list[ResourceClaim]:
         return self.of_kind("ResourceClaim")
