@@ -277,14 +277,15 @@ def _pod_files(pod: Pod, qos: str, path: str, entries: list[ClaimEntry], options
     pages = hugepage_limits(req)
     if not pages and not explain:  # the kubelet writes .max and .rsvd.max of every size on the pod
         files.files.update(_zero_hugetlb(tuple(options.hugepage_sizes), True))
-    spec_pages = hugepage_limits(spec_req)
-    for size, name, _, _ in _hugetlb_files(tuple(options.hugepage_sizes)) if pages or explain else ():
-        value = pages.get(size, 0)
-        reason = explain and (f"requests {value} bytes of {name} pages" + (
-            f" (DRA {value - spec_pages.get(size, 0)})" if value != spec_pages.get(size, 0) else "")
-            if value else f"no {name} pages requested")
-        files.set(f"hugetlb.{name}.max", str(value), reason)
-        files.set(f"hugetlb.{name}.rsvd.max", str(value), "same value as .max (opencontainers/cgroups)")
+    else:
+        spec_pages = hugepage_limits(spec_req)
+        for size, name, max_file, rsvd_file in _hugetlb_files(tuple(options.hugepage_sizes)):
+            value = pages.get(size, 0)
+            reason = explain and (f"requests {value} bytes of {name} pages" + (
+                f" (DRA {value - spec_pages.get(size, 0)})" if value != spec_pages.get(size, 0) else "")
+                if value else f"no {name} pages requested")
+            files.set(max_file, str(value), reason)
+            files.set(rsvd_file, str(value), "same value as .max (opencontainers/cgroups)")
 
     if options.memory_qos != "off":
         _pod_memory_qos(files, pod, qos, req, options, explain)
@@ -427,16 +428,17 @@ def _container_files(pod: Pod, container: Container, kind: str, pod_path: str, e
         zeros = _zero_hugetlb(tuple(options.hugepage_sizes), rsvd)
         out.files.update(zeros)
         out.cri_hugepages.update(zeros)
-    for size, name, max_file, rsvd_file in _hugetlb_files(tuple(options.hugepage_sizes)) if pages or explain else ():
-        value = str(pages.get(size, 0))
-        reason = explain and why.get(size, f"no {name} pages: 0")
-        if explain and not options.applies_container_hugetlb:
-            reason += " (sent to the runtime, which does not apply it: the file reads max)"
-        out.set(max_file, value, reason)
-        out.cri_hugepages[max_file] = value
-        if rsvd:
-            out.set(rsvd_file, value, "runc writes .rsvd.max with the same value")
-            out.cri_hugepages[rsvd_file] = value
+    else:
+        for size, name, max_file, rsvd_file in _hugetlb_files(tuple(options.hugepage_sizes)):
+            value = str(pages.get(size, 0))
+            reason = explain and why.get(size, f"no {name} pages: 0")
+            if explain and not options.applies_container_hugetlb:
+                reason += " (sent to the runtime, which does not apply it: the file reads max)"
+            out.set(max_file, value, reason)
+            out.cri_hugepages[max_file] = value
+            if rsvd:
+                out.set(rsvd_file, value, "runc writes .rsvd.max with the same value")
+                out.cri_hugepages[rsvd_file] = value
 
     if options.memory_qos != "off":
         _container_memory_qos(out, pod, container, dra, plr_limits, options, explain)
