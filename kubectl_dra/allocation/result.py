@@ -4,15 +4,10 @@ claim and pod explanations carry it without importing the allocator, CEL or the 
 from __future__ import annotations
 
 import dataclasses
-from typing import Literal
 
 from pydantic import Field
 
 from kubectl_dra.document import Part, part
-
-Reason = Literal["NodeSelection", "DeviceClassSelector", "RequestSelector", "AlreadyAllocated", "Taint", "Capacity",
-                 "Counters", "Constraint", "AdminAccess", "BindingConditions", "PoolIncomplete", "PoolStale",
-                 "PoolInvalid"]
 
 
 @part
