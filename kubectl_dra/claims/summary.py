@@ -148,6 +148,8 @@ def _add(totals: dict, key: str, q: Quantity) -> None:
 def _summaries(claims: Iterable[ResourceClaim], inventory: Inventory, detailed: bool,
                only_findings: bool, waiting: list | None = None, state=None) -> list[ClaimSummary]:
     items = []
+    if detailed:
+        from kubectl_dra.claims.explain import explain_claim
     for claim in claims:
         item = summarize(claim, inventory)
         if state is not None:
@@ -158,8 +160,6 @@ def _summaries(claims: Iterable[ResourceClaim], inventory: Inventory, detailed: 
                 waiting.append((item, claim, sorted({p.status.nominated_node_name for p in pods
                                                      if p.status.nominated_node_name})))
         if detailed:
-            from kubectl_dra.claims.explain import explain_claim
-
             explanation = explain_claim(claim, inventory, facts=False)
             item.findings = sorted({f.code for f in explanation.findings})
             totals: dict = {}
