@@ -161,11 +161,14 @@ def scan(node_name: str, inventory: Inventory, fs: CgroupFS, given: dict[str, ob
     def exclusive(pod: Pod) -> dict[str, str] | None:
         return state.exclusive(pod.uid) if state is not None else None
 
+    options_keys: dict[int, str] = {}  # id -> JSON of the (at most two) option sets of this scan
+
     def predicted(pod: Pod, entries, opts: NodeOptions) -> PodCgroups:
         pinned = exclusive(pod)
         if cache is None or not pod.metadata.resource_version:
             return predict_pod(pod, entries, opts, pinned)
-        key = (pod.uid, pod.metadata.resource_version, opts.model_dump_json(), tuple(sorted((pinned or {}).items())))
+        opts_key = options_keys.get(id(opts)) or options_keys.setdefault(id(opts), opts.model_dump_json())
+        key = (pod.uid, pod.metadata.resource_version, opts_key, tuple(sorted((pinned or {}).items())))
         if key not in cache:
             cache[key] = predict_pod(pod, entries, opts, pinned)
         return cache[key]
