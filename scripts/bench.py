@@ -63,6 +63,45 @@ def bench_help(runs: int) -> None:
     print(line)
 
 
+def bench_floor(runs: int, tmp: Path) -> None:
+    """What the required dependencies cost before any of our code runs: a Python that imports
+    click, pydantic and the official client and loads a kubeconfig (what every live command does
+    first), against kubectl's whole ``get resourceclaims -A`` of 1,000 claims; and the peak RSS of
+    importing what the agent cannot do without, against its 50 MiB goal. The goals below these
+    floors cannot be met by anything this package does."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from k8s_build import kubectl_path
+
+    kubeconfig = tmp / "kubeconfig-floor"
+    kubeconfig.write_text("apiVersion: v1\nkind: Config\ncurrent-context: b\n"
+                          "clusters: [{name: b, cluster: {server: 'https://127.0.0.1:1'}}]\n"
+                          "users: [{name: b, user: {token: t}}]\n"
+                          "contexts: [{name: b, context: {cluster: b, user: b}}]\n")
+    env = {**os.environ, "KUBECONFIG": str(kubeconfig)}
+    cli = [sys.executable, "-c", "import click, pydantic, kubernetes.config as c; c.load_kube_config()"]
+    agent = [sys.executable, "-c", "import click, pydantic, pydantic.dataclasses, kubernetes"]
+    cli_runs = [timed(cli, env) for _ in range(runs)]
+    agent_runs = [timed(agent, env) for _ in range(runs)]
+    wall = statistics.median(r[0] for r in cli_runs)
+    line = (f"dependency floor: import click + pydantic + kubernetes and load a kubeconfig: {wall:.2f} s wall, "
+            f"{statistics.median(r[2] for r in cli_runs)} MiB (median of {runs})")
+    kubectl = kubectl_path()
+    if kubectl is not None:
+        serving = subprocess.Popen([sys.executable, str(ROOT / "scripts" / "bench_server.py"), "1000"],
+                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        try:
+            url = serving.stdout.readline().strip()
+            kubeconfig.write_text(kubeconfig.read_text().replace("https://127.0.0.1:1", url))
+            theirs = statistics.median(timed([kubectl, "get", "resourceclaims", "-A"], env)[0] for _ in range(runs))
+        finally:
+            serving.stdin.close()
+            serving.wait(timeout=60)
+        line += f" = {wall / theirs:.2f}x kubectl's whole get resourceclaims -A at 1,000 claims ({theirs:.2f} s)"
+    print(line)
+    print(f"dependency floor of the agent: import click + pydantic (dataclasses) + kubernetes: peak RSS "
+          f"{statistics.median(r[2] for r in agent_runs)} MiB (goal for the whole agent <= 50)")
+
+
 def build_cluster(n_claims: int, n_pods: int) -> list[dict]:
     objects: list[dict] = []
     nodes = max(1, n_claims // 8)
@@ -356,7 +395,7 @@ def main() -> None:
     parser.add_argument("--help-runs", type=int, default=20)
     parser.add_argument("--predict-pods", type=int, default=10000)
     parser.add_argument("--reports", type=int, default=5000)
-    parser.add_argument("--only", default="help,prediction,agent,allocation,verify,cluster,overlays",
+    parser.add_argument("--only", default="help,floor,prediction,agent,allocation,verify,cluster,overlays",
                         help="comma-separated parts to run (all by default)")
     args = parser.parse_args()
     only = set(args.only.split(","))
@@ -377,6 +416,8 @@ def main() -> None:
     import tempfile
 
     with tempfile.TemporaryDirectory() as tmp:
+        if "floor" in only:
+            bench_floor(max(args.runs, 5), Path(tmp))
         if "verify" in only:
             bench_verify(args.reports, 10, Path(tmp))
         if "cluster" in only:
