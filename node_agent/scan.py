@@ -161,13 +161,15 @@ def scan(node_name: str, inventory: Inventory, fs: CgroupFS, given: dict[str, ob
     def exclusive(pod: Pod) -> dict[str, str] | None:
         return state.exclusive(pod.uid) if state is not None else None
 
-    options_keys: dict[int, str] = {}  # id -> JSON of the (at most two) option sets of this scan
+    options_keys: dict[int, tuple[NodeOptions, str]] = {}  # id -> the (at most two) option sets and their JSON
 
     def predicted(pod: Pod, entries, opts: NodeOptions) -> PodCgroups:
         pinned = exclusive(pod)
         if cache is None or not pod.metadata.resource_version:
             return predict_pod(pod, entries, opts, pinned)
-        opts_key = options_keys.get(id(opts)) or options_keys.setdefault(id(opts), opts.model_dump_json())
+        if id(opts) not in options_keys:  # the set is held too, so its id cannot be reused by another
+            options_keys[id(opts)] = (opts, opts.model_dump_json())
+        opts_key = options_keys[id(opts)][1]
         key = (pod.uid, pod.metadata.resource_version, opts_key, tuple(sorted((pinned or {}).items())))
         if key not in cache:
             cache[key] = predict_pod(pod, entries, opts, pinned)

@@ -9,7 +9,8 @@ from kubectl_dra.model.registry import parse_object
 NODE = "worker-1"
 
 
-def agent_pod(name, containers, *, qos_uid, entries=(), plr=None, init=(), runtime="containerd", conditions=()):
+def agent_pod(name, containers, *, qos_uid, entries=(), plr=None, init=(), runtime="containerd", conditions=(),
+              resource_version=None):
     """A running pod on NODE with container IDs, shaped like the API server returns it."""
     scheme = "containerd" if runtime == "containerd" else "cri-o"
     all_containers = [*init, *containers]
@@ -26,6 +27,8 @@ def agent_pod(name, containers, *, qos_uid, entries=(), plr=None, init=(), runti
                       "nodeAllocatableResourceClaimStatuses": list(entries)}}
     if plr:
         raw["spec"]["resources"] = plr
+    if resource_version:
+        raw["metadata"]["resourceVersion"] = resource_version
     assert len(all_containers) >= 1
     return parse_object(raw)
 

@@ -265,3 +265,31 @@ def test_verify_trusts_a_report_made_with_the_kubelets_assignments(tmp_path):
     assert [p.verdict for p in unpinned.status.pods] == ["Match"]
     crosscheck(unpinned, inventory)
     assert [p.stale for p in unpinned.status.pods] == [False]
+
+
+def test_the_service_cache_follows_the_options_and_the_pod(tmp_path):
+    """The service keeps predictions between scans by pod UID, resourceVersion and options: a
+    rescan must give the verdicts a fresh scan gives, also when the options detected from the tree
+    differ from the first guess (static policy) or between trees, and a changed pod is predicted again."""
+    def pinned(rv):
+        return agent_pod("pinned", [ctr("app", both(2, "1Gi"), both(2, "1Gi")),
+                                    ctr("side", both("500m", "256Mi"), both("500m", "256Mi"))],
+                         qos_uid=PINNED_UID, resource_version=rv)
+
+    static_tree(tmp_path, [pinned("1")])
+    build_tree(tmp_path / "none", [pinned("1")], NodeOptions(hugepage_sizes=[2 << 20, 1 << 30], runtime_hugetlb=True))
+    static_fs, none_fs = CgroupFS(tmp_path / "sys" / "fs" / "cgroup"), CgroupFS(tmp_path / "none" / "fs" / "cgroup")
+    cache: dict = {}
+    for fs, policy in [(static_fs, "static"), (static_fs, "static"), (none_fs, "none"), (static_fs, "static")]:
+        cached = scan(NODE, inventory_of([pinned("1")]), fs, {}, cache=cache)
+        fresh = scan(NODE, inventory_of([pinned("1")]), fs, {})
+        assert by_name(cached)["pinned"].verdict == "Match", policy
+        assert cached.status.node_options["cpuManagerPolicy"] == policy
+        assert by_name(cached)["pinned"].expected_hash == by_name(fresh)["pinned"].expected_hash
+    assert cache and all(key[1] == "1" for key in cache)
+    # the pod changed (a new resourceVersion): its old predictions are dropped, the new one kept
+    scan(NODE, inventory_of([pinned("2")]), static_fs, {}, cache=cache)
+    assert cache and all(key[1] == "2" for key in cache)
+    # told static by a flag while the tree says none: the cached static prediction diverges, as a fresh one does
+    flagged = scan(NODE, inventory_of([pinned("2")]), none_fs, {"cpu_manager_policy": "static"}, cache=cache)
+    assert by_name(flagged)["pinned"].verdict == "Diverged"
