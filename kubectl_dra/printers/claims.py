@@ -43,14 +43,16 @@ def claim_table(result: ClaimList, *, now: datetime, all_namespaces: bool, wide:
                 style: Style) -> str:
     rows = []
     for item in result.items:
-        rows.append([
-            item.namespace, item.name, cell(item.state), item.node or NONE,
-            cell([d.rsplit("/", 1)[-1] for d in item.devices]),
-            cell(item.reserved_for) if wide else capped(item.reserved_for),
-            human_age(item.creation_timestamp, now),
-            cell(item.drivers), cell(item.pools), cell(item.pods), cell(item.groups),
-            node_allocatable_cell(item.node_allocatable, item.node_allocatable_overhead), cell(item.findings),
-        ])
+        row = [item.namespace, item.name, cell(item.state), item.node or NONE,
+               cell([d.rsplit("/", 1)[-1] for d in item.devices]),
+               cell(item.reserved_for) if wide else capped(item.reserved_for),
+               human_age(item.creation_timestamp, now)]
+        if wide:  # the wide-only cells, only when they are printed
+            row += [cell(item.drivers), cell(item.pools), cell(item.pods), cell(item.groups),
+                    node_allocatable_cell(item.node_allocatable, item.node_allocatable_overhead), cell(item.findings)]
+        else:
+            row += [""] * 6
+        rows.append(row)
     columns = CLAIM_COLUMNS if all_namespaces else CLAIM_COLUMNS[1:]
     if not all_namespaces:
         rows = [r[1:] for r in rows]

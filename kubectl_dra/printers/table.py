@@ -56,8 +56,17 @@ def render(columns: Sequence[Column], rows: Sequence[Sequence[str]], *, wide: bo
     table += [[row[i] for i in keep] for row in rows]
     if not table:
         return ""
-    widths = [max(map(_width, column)) for column in zip(*table)]
+    widths, escaped = [], False
+    for column in zip(*table):
+        if "\x1b" in "".join(column):  # colour codes take no room: measure those cells without them
+            escaped = True
+            widths.append(max(map(_width, column)))
+        else:
+            widths.append(max(map(len, column)))
     last = len(keep) - 1
+    if colorize is None and not escaped:  # the common case, done by C string methods row by row
+        padded = [w + 3 for w in widths[:-1]] + [0]
+        return "\n".join(["".join(map(str.ljust, r, padded)).rstrip() for r in table]) + "\n"
     lines = []
     for n, r in enumerate(table):
         if colorize is None or (n == 0 and not no_headers):

@@ -52,6 +52,16 @@ def test_colour_codes_do_not_break_alignment():
     text = render(columns, rows, colorize=lambda i, t: f"\x1b[31m{t}\x1b[0m" if i == 0 else t)
     assert text.splitlines()[1] == "\x1b[31ma\x1b[0m      ok"
     assert text.splitlines()[2] == "\x1b[31mbbbb\x1b[0m   bad"
+    # cells that already carry colour (no colorize): still measured without the codes
+    coloured = [["\x1b[32ma\x1b[0m", "ok"], ["bbbb", "\x1b[31mbad\x1b[0m"]]
+    assert render(columns, coloured, no_headers=True).splitlines() == ["\x1b[32ma\x1b[0m      ok",
+                                                                        "bbbb   \x1b[31mbad\x1b[0m"]
+
+
+def test_short_last_cells_leave_no_trailing_spaces():
+    columns = [Column("A"), Column("B"), Column("C")]
+    text = render(columns, [["x", "yyyyyy", ""], ["", "", "z"]], no_headers=True)
+    assert text == "x   yyyyyy\n" + " " * 13 + "z\n"
 
 
 @pytest.mark.parametrize("selector,labels,expected", [
