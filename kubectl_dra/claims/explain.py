@@ -42,25 +42,34 @@ class ClaimExplanation(Document):
 
 def node_views(claim: ResourceClaim, inventory: Inventory) -> tuple[list[NodeView], list[Finding]]:
     """What agents' reports say of this claim: the node's view and its findings (named after the node)."""
+    views, findings = [], []
+    entries = inventory.index("report_claims", lambda: _report_claims(inventory))
+    for report, status, entry in entries.get((claim.namespace, claim.name), ()):
+        if entry.get("uid") and claim.uid and entry["uid"] != claim.uid:
+            continue  # about an earlier object of the same name
+        views.append(NodeView(node=report.name, observed_at=status.get("observedAt"), prepared=entry.get("prepared"),
+                              prepared_for=list(entry.get("preparedFor") or ()), devices=list(entry.get("devices") or ()),
+                              cdi_devices=list(entry.get("cdiDevices") or ()), sources=list(entry.get("sources") or ())))
+        for f in entry.get("findings") or ():
+            if isinstance(f, dict) and f.get("code") and f.get("severity") in ("error", "warning", "info"):
+                findings.append(Finding(code=f["code"], severity=f["severity"],
+                                        message=f"on node {report.name} (agent report, {status.get('observedAt')}): "
+                                                f"{f.get('message', '')}"))
+    return views, findings
+
+
+def _report_claims(inventory: Inventory) -> dict[tuple, list[tuple]]:
+    """(namespace, claim name) -> (report, its status, the claim's entry) of every agent report, in
+    report order (a list of claims asks every claim; each would walk every report's claims)."""
     from kubectl_dra.model.registry import NodeEnforcementReportObject
 
-    views, findings = [], []
+    index: dict[tuple, list[tuple]] = {}
     for report in inventory.all(NodeEnforcementReportObject):
         status = report.status if isinstance(report.status, dict) else {}
         for entry in status.get("claims") or ():
-            if not isinstance(entry, dict) or (entry.get("namespace"), entry.get("name")) != (claim.namespace, claim.name):
-                continue
-            if entry.get("uid") and claim.uid and entry["uid"] != claim.uid:
-                continue  # about an earlier object of the same name
-            views.append(NodeView(node=report.name, observed_at=status.get("observedAt"), prepared=entry.get("prepared"),
-                                  prepared_for=list(entry.get("preparedFor") or ()), devices=list(entry.get("devices") or ()),
-                                  cdi_devices=list(entry.get("cdiDevices") or ()), sources=list(entry.get("sources") or ())))
-            for f in entry.get("findings") or ():
-                if isinstance(f, dict) and f.get("code") and f.get("severity") in ("error", "warning", "info"):
-                    findings.append(Finding(code=f["code"], severity=f["severity"],
-                                            message=f"on node {report.name} (agent report, {status.get('observedAt')}): "
-                                                    f"{f.get('message', '')}"))
-    return views, findings
+            if isinstance(entry, dict):
+                index.setdefault((entry.get("namespace"), entry.get("name")), []).append((report, status, entry))
+    return index
 
 
 def _request_class(claim: ResourceClaim, request: str) -> tuple[str | None, str | None]:

@@ -17,7 +17,6 @@ from kubectl_dra.model.pod import Pod
 from kubectl_dra.model.registry import models
 from kubectl_dra.model.resource import ResourceClaim, ResourceClaimConsumerReference
 from kubectl_dra.model.scheduling import PodGroup
-from kubectl_dra.model.workloads import ReplicaSet
 
 Resolved = Literal["exists", "missing", "uidMismatch", "done", "unknown"]
 
@@ -55,11 +54,14 @@ def _model_for(ref: ResourceClaimConsumerReference) -> type[KubeObject] | None:
 
 
 def _owned_pods(inventory: Inventory, owner: KubeObject) -> list[Pod]:
-    """Pods controlled by ``owner``, directly or through one ReplicaSet (Deployment)."""
-    owners = {owner.uid}
-    owners |= {rs.uid for rs in inventory.all(ReplicaSet)
-               if (ctl := rs.metadata.controller()) and ctl.uid == owner.uid}
-    return [p for p in inventory.all(Pod) if (ctl := p.metadata.controller()) and ctl.uid in owners]
+    """Pods controlled by ``owner``, directly or through one ReplicaSet (Deployment), in the
+    inventory's order (indexes: a list of claims reserved for workloads would walk every pod per claim)."""
+    pods = inventory.controlled_by("Pod")
+    owners = {owner.uid, *(rs.uid for rs in inventory.controlled_by("ReplicaSet").get(owner.uid, ()))}
+    if len(owners) == 1:
+        return list(pods.get(owner.uid, ()))
+    order = inventory.index("order:Pod", lambda: {id(p): i for i, p in enumerate(inventory.of_kind("Pod"))})
+    return sorted((p for uid in owners for p in pods.get(uid, ())), key=lambda p: order[id(p)])
 
 
 def resolve(ref: ResourceClaimConsumerReference, claim: ResourceClaim, inventory: Inventory) -> ReservationView:
@@ -79,7 +81,7 @@ def resolve(ref: ResourceClaimConsumerReference, claim: ResourceClaim, inventory
         if "PodGroup" not in inventory.read_kinds:
             return ReservationView(**base, resolved="unknown")
         group = inventory.get(PodGroup, ns, ref.name)
-        members = [p.key for p in inventory.all(Pod) if p.namespace == ns and p.pod_group_name == ref.name]
+        members = [p.key for p in inventory.pods_by_group().get((ns, ref.name), ())]
         if group is None:
             return ReservationView(**base, resolved="missing", pods=members)
         if ref.uid and group.uid and ref.uid != group.uid:

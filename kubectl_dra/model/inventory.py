@@ -103,6 +103,28 @@ class Inventory:
                     index[(pod.namespace, claim_name)].append(pod)
         return index
 
+    def pods_by_group(self) -> dict[tuple[str, str], list[Pod]]:
+        """(namespace, PodGroup name) -> its member pods (a claim reserved for a group lists them)."""
+        return self.index("pods_by_group", self._pods_by_group)
+
+    def _pods_by_group(self) -> dict[tuple[str, str], list[Pod]]:
+        index: dict[tuple[str, str], list[Pod]] = defaultdict(list)
+        for pod in self.of_kind("Pod"):
+            if group := pod.pod_group_name:
+                index[(pod.namespace, group)].append(pod)
+        return index
+
+    def controlled_by(self, kind: str) -> dict[str, list]:
+        """Controller UID -> the objects of ``kind`` it controls (pods of a workload, its ReplicaSets)."""
+        return self.index(f"controlled:{kind}", lambda: self._controlled(kind))
+
+    def _controlled(self, kind: str) -> dict[str, list]:
+        index: dict[str, list] = defaultdict(list)
+        for obj in self.of_kind(kind):
+            if (ctl := obj.metadata.controller()) is not None:
+                index[ctl.uid].append(obj)
+        return index
+
     def pods_by_node(self) -> dict[str, list[Pod]]:
         """Node name -> pods bound to it (every verify of a node would otherwise scan every pod)."""
         return self.index("pods_by_node", self._pods_by_node)
