@@ -43,7 +43,7 @@ def taints(ctx: click.Context, kube, output, dry_run: bool, filename: Path | Non
     from kubectl_dra.cli.exitcodes import ExitStatus
     from kubectl_dra.cli.runtime import open_for, report_problems, require_kinds
     from kubectl_dra.kube.reads import ReadRequest
-    from kubectl_dra.model.pod import Pod
+    from kubectl_dra.model.pod import Pod, PodWithoutClaims
     from kubectl_dra.model.resource import DeviceTaintRule, ResourceClaim, ResourceSlice
     from kubectl_dra.printers.output import emit
     from kubectl_dra.printers.style import Style
@@ -60,7 +60,7 @@ def taints(ctx: click.Context, kube, output, dry_run: bool, filename: Path | Non
     opened = open_for(env, kube)
     inventory = opened.source.read([
         ReadRequest(ResourceSlice, keep_raw=False), ReadRequest(ResourceClaim, None, keep_raw=False),
-        ReadRequest(Pod, None, keep_raw=False, keep=Pod.uses_claims),
+        ReadRequest(Pod, None, keep_raw=False, keep=Pod.uses_claims, skip=PodWithoutClaims),
         ReadRequest(DeviceTaintRule, required=False, keep_raw=False)])
     require_kinds(env, inventory, ResourceSlice)
     result = explain_taints(inventory, env.now(), dry_run=rule)

@@ -171,7 +171,7 @@ class LiveSource:
     def _parse_page(request: ReadRequest, data: bytes, api_version: str) -> tuple[list, list[str]]:
         """Straight from JSON into the models when the page is clean; else item by item, keeping
         what can be kept and naming what was dropped."""
-        fast = None if request.keep_raw else parse_page(request.model, data, api_version)
+        fast = None if request.keep_raw else parse_page(request.model, data, api_version, request.skip)
         if fast is not None:
             return fast, []
         objects, problems = [], []

@@ -17,6 +17,8 @@ class ReadRequest:
     required: bool = True  # False: a cluster without this API is normal (e.g. Karpenter kinds)
     keep_raw: bool = True  # False: drop the server's dicts once parsed (lists of 100,000 pods)
     keep: Callable[[KubeObject], bool] | None = None  # only objects the command reports on are held
+    # a view that validates only objects ``keep`` would drop (tried first, so those are never built in full)
+    skip: type | None = None
 
     @property
     def resource(self) -> str:

@@ -262,3 +262,25 @@ class Pod(KubeObject):
             if status.name == name:
                 return status
         return None
+
+
+@view
+class _NoClaimsSpec(View):
+    resource_claims: list = Field(default_factory=list, max_length=0)
+    scheduling_group: None = None
+
+
+@view
+class _NoClaimsStatus(View):
+    extended_resource_claim_status: None = None
+
+
+@view
+class PodWithoutClaims(View):
+    """What validates only a pod that :meth:`Pod.uses_claims` would drop: no ``resourceClaims`` (absent or
+    empty), no ``schedulingGroup``, no ``extendedResourceClaimStatus``. A list that keeps only claim users
+    validates this first, so the thousands of pods that cannot matter to a claim are never built as
+    :class:`Pod`; any other pod, a malformed one included, fails here and is validated in full."""
+
+    spec: _NoClaimsSpec = Field(default_factory=_NoClaimsSpec)
+    status: _NoClaimsStatus = Field(default_factory=_NoClaimsStatus)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from typing import ClassVar
+from typing import Annotated, ClassVar, Union
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
 
@@ -129,7 +129,7 @@ class _Envelope(BaseModel):
 
 
 _ENVELOPE = TypeAdapter(_Envelope)
-_PAGES: dict[type[KubeObject], TypeAdapter] = {}
+_PAGES: dict[tuple[type[KubeObject], type | None], TypeAdapter] = {}
 
 
 def list_continue(data: bytes) -> str | None:
@@ -141,22 +141,27 @@ def list_continue(data: bytes) -> str | None:
         raise InputError("the server did not answer with a JSON object") from None
 
 
-def parse_page(model: type[KubeObject], data: bytes, api_version: str) -> list[KubeObject] | None:
+def parse_page(model: type[KubeObject], data: bytes, api_version: str,
+               skip: type | None = None) -> list[KubeObject] | None:
     """Every item of one list page parsed straight from JSON into ``model`` (no intermediate
     dicts, none of the fields the model ignores kept): the fast path, for pages in the model's
     own API version where every item is valid. ``None`` sends the page to the tolerant path
-    (:func:`parse_object` per item), which keeps what it can and names what it drops."""
+    (:func:`parse_object` per item), which keeps what it can and names what it drops. ``skip``: a
+    view tried first on each item; the items it validates are left out (never built as ``model``)."""
     if model.GROUP == OWN_GROUP or split_api_version(api_version)[1] != model.VERSIONS[0]:
         return None  # older versions are normalized first; our own report stays a dict
-    adapter = _PAGES.get(model)
+    adapter = _PAGES.get((model, skip))
     if adapter is None:
+        item = model if skip is None else Annotated[Union[skip, model], Field(union_mode="left_to_right")]
         page = create_model(f"{model.__name__}Page", __config__=ConfigDict(extra="ignore"),
-                            items=(list[model] | None, None))
-        adapter = _PAGES[model] = TypeAdapter(page)
+                            items=(list[item] | None, None))
+        adapter = _PAGES[(model, skip)] = TypeAdapter(page)
     try:
         items = adapter.validate_json(data).items or []
     except ValidationError:
         return None
+    if skip is not None:
+        items = [obj for obj in items if isinstance(obj, model)]
     for obj in items:
         if not obj.metadata.name:
             return None
