@@ -19,7 +19,7 @@ from kubectl_dra.cgroups.predict import PodCgroups, predict_pod, static_exclusiv
 from kubectl_dra.model.inventory import Inventory
 from kubectl_dra.model.node import Node
 from kubectl_dra.model.pod import Pod
-from kubectl_dra.verify.compare import ObservedPod, compare_pod, override_evidence
+from kubectl_dra.verify.compare import ObservedPod, compare_pod, match_verdict, override_evidence
 from kubectl_dra.verify.crosscheck import pods_on
 from kubectl_dra.verify.report import Divergence, NodeEnforcementReport, PodVerdict, ReportMetadata, ReportStatus
 from node_agent.cgroupfs import CgroupFS
@@ -53,6 +53,12 @@ def _observe(fs: CgroupFS, pod: Pod, expected: PodCgroups, options: NodeOptions)
         path = container_cgroup(expected.pod.path, pair[1], options.cgroup_driver, runtime)
         observed.containers[container.name] = fs.read(path, list(container.files))
     return observed
+
+
+def _seen(observed: ObservedPod) -> tuple:
+    """Everything of a pod's observation a verdict depends on, comparable by value."""
+    return (observed.pod.files, observed.pod.error, observed.skipped,
+            [(name, c.files, c.error) for name, c in observed.containers.items()])
 
 
 def _detect_weight_formula(samples: list[tuple[int, str | None]]) -> str | None:
@@ -173,7 +179,10 @@ def scan(node_name: str, inventory: Inventory, fs: CgroupFS, given: dict[str, ob
         key = (pod.uid, pod.metadata.resource_version, opts_key, tuple(sorted((pinned or {}).items())))
         if key not in cache:
             cache[key] = predict_pod(pod, entries, opts, pinned)
+        keys[id(cache[key])] = key
         return cache[key]
+
+    keys: dict[int, tuple] = {}  # id of a cached prediction -> its cache key
 
     predictions = []
     for pod in pods:
@@ -202,6 +211,14 @@ def scan(node_name: str, inventory: Inventory, fs: CgroupFS, given: dict[str, ob
     policy_known = sources.get("cpuManagerPolicy", "default") not in ("default", "cgroup tree")
     no_dra_options = options.model_copy(update={"kubelet_dra": False})
     for pod, entries, expected, observed in predictions:
+        key = keys.get(id(expected))
+        seen = _seen(observed) if key is not None else None
+        if seen is not None and cache.get((*key, "matched")) == seen:
+            # the same pod, options, prediction and files as a scan that found nothing: the same verdict
+            verdict = match_verdict(pod, expected, observed)
+            verdict.expected_hash = cache[(*key, "fingerprint")]
+            report.status.pods.append(verdict)
+            continue
         verdict = compare_pod(pod, expected, None, observed, options)
         no_dra = None
         if verdict.divergences and entries:  # only then does "what without DRA" matter
@@ -212,6 +229,8 @@ def scan(node_name: str, inventory: Inventory, fs: CgroupFS, given: dict[str, ob
             if evidence:
                 verdict = compare_pod(pod, expected, no_dra, observed, options, evidence)
         verdict.expected_hash = expected.fingerprint()
+        if seen is not None and verdict.verdict == "Match" and not verdict.divergences:
+            cache[(*key, "matched")], cache[(*key, "fingerprint")] = seen, verdict.expected_hash
         if proc_root and verdict.verdict == "Diverged":
             for name in {d.container for d in verdict.divergences if d.container}:
                 if name in observed.containers:

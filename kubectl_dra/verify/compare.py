@@ -100,14 +100,19 @@ def _resizing(pod: Pod) -> bool:
         bool(pod.status.resize)
 
 
+def match_verdict(pod: Pod, expected: PodCgroups, observed: ObservedPod) -> PodVerdict:
+    """A pod's verdict before any difference is found (and after, when none is)."""
+    return PodVerdict(namespace=pod.namespace or "", name=pod.name, uid=pod.uid, verdict="Match",
+                      cgroup=observed.pod.path, exclusive_cpus=expected.exclusive_cpus)
+
+
 def compare_pod(pod: Pod, expected: PodCgroups, no_dra: PodCgroups | None, observed: ObservedPod,
                 options: NodeOptions, evidence: dict[str, str] | None = None) -> PodVerdict:
     """``no_dra`` (the prediction without DRA) names DRA-related causes; without it they read as
     Unexplained, which lets a caller skip that prediction for pods that match. ``evidence``:
     container -> what shows that something changed it after the kubelet (see :func:`override_evidence`)."""
     no_dra = no_dra or expected
-    verdict = PodVerdict(namespace=pod.namespace or "", name=pod.name, uid=pod.uid, verdict="Match",
-                         cgroup=observed.pod.path, exclusive_cpus=expected.exclusive_cpus)
+    verdict = match_verdict(pod, expected, observed)
     if expected.unknown:
         verdict.verdict = "Unknown"
         verdict.divergences.append(Divergence(scope="pod", file="-", cause="InvalidField", severity="warning",

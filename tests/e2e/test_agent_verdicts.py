@@ -293,3 +293,31 @@ def test_the_service_cache_follows_the_options_and_the_pod(tmp_path):
     # told static by a flag while the tree says none: the cached static prediction diverges, as a fresh one does
     flagged = scan(NODE, inventory_of([pinned("2")]), none_fs, {"cpu_manager_policy": "static"}, cache=cache)
     assert by_name(flagged)["pinned"].verdict == "Diverged"
+
+
+def test_a_rescan_reuses_a_match_only_while_every_file_reads_the_same(tmp_path):
+    """The service does not compare again a pod whose prediction and files are those of a scan that
+    found nothing; any file that changes (or disappears) is compared again, as a fresh scan would."""
+    pods = [agent_pod("pinned", [ctr("app", both(2, "1Gi"), both(2, "1Gi")),
+                                 ctr("side", both("500m", "256Mi"), both("500m", "256Mi"))],
+                      qos_uid=PINNED_UID, resource_version="7")]
+    dirs = static_tree(tmp_path, pods)
+    fs = CgroupFS(tmp_path / "sys" / "fs" / "cgroup")
+    cache: dict = {}
+
+    def both_ways():
+        cached = by_name(scan(NODE, inventory_of(pods), fs, {}, cache=cache))["pinned"]
+        fresh = by_name(scan(NODE, inventory_of(pods), fs, {}))["pinned"]
+        assert cached == fresh
+        return cached
+
+    assert both_ways().verdict == "Match" and any(key[-1] == "matched" for key in cache)
+    assert both_ways().verdict == "Match"  # from the cache
+    original = (dirs[("pinned", "side")] / "memory.max").read_text()
+    set_file(dirs[("pinned", "side")], "memory.max", str(128 << 20))
+    changed = both_ways()
+    assert changed.verdict == "Diverged" and [d.file for d in changed.divergences] == ["memory.max"]
+    set_file(dirs[("pinned", "side")], "memory.max", original.strip())
+    assert both_ways().verdict == "Match"
+    (dirs[("pinned", "app")] / "cpu.weight").unlink()
+    assert both_ways().divergences[0].cause == "CgroupMissing"
