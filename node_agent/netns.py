@@ -14,7 +14,8 @@ import os
 from kubectl_dra.kube.reads import ReadRequest
 from kubectl_dra.model.inventory import Inventory
 from kubectl_dra.model.pod import Pod
-from kubectl_dra.model.resource import ResourceClaim, ResourceSlice
+from kubectl_dra.model.claim import ResourceClaim
+from kubectl_dra.model.resource import ResourceSlice
 from kubectl_dra.verify.report import Divergence, NodeEnforcementReport
 
 IFNAME_ATTRIBUTE = "dra.net/ifName"

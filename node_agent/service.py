@@ -36,7 +36,7 @@ def read_claims(source, keys) -> tuple[dict, list[str]]:
     """The API's answer for each claim the node involves: the object, None when the list came back
     without it (it does not exist), or no entry when it could not be read. One small list per claim
     (fieldSelector metadata.name), never every claim of the cluster."""
-    from kubectl_dra.model.resource import ResourceClaim
+    from kubectl_dra.model.claim import ResourceClaim
 
     claims, problems = {}, []
     for namespace, name in keys:

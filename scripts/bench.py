@@ -376,7 +376,7 @@ def bench_allocation(nodes: int = 1000, devices: int = 8, requests: int = 3) -> 
                         for i in range(requests)]}}})
     inventory = Inventory()
     inventory.extend(parse_object(o) for o in objects)
-    from kubectl_dra.model.resource import ResourceClaim
+    from kubectl_dra.model.claim import ResourceClaim
 
     claim = inventory.get(ResourceClaim, "ml", "want")
     best = None

@@ -40,7 +40,7 @@ from node_agent.nodedra import read_node_dra  # noqa: E402
 from node_agent.scan import scan  # noqa: E402
 from node_agent.service import read_claims  # noqa: E402
 from kubectl_dra.kube.snapshot import SnapshotSource  # noqa: E402
-from kubectl_dra.model.resource import ResourceClaim  # noqa: E402
+from kubectl_dra.model.claim import ResourceClaim  # noqa: E402
 from kubectl_dra.nodestate.reconcile import claim_keys_to_read  # noqa: E402
 
 SCANNED_AT = datetime(2026, 11, 20, 9, 35, tzinfo=timezone.utc)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from kubectl_dra.model.resource import Device, DeviceRequestAllocationResult
+from kubectl_dra.model.claim import DeviceRequestAllocationResult
+from kubectl_dra.model.resource import Device
 from kubectl_dra.quantity import Quantity
 
 

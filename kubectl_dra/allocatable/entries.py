@@ -19,7 +19,8 @@ from kubectl_dra.document import Finding, part
 from kubectl_dra.model.base import Qty
 from kubectl_dra.model.inventory import Inventory
 from kubectl_dra.model.pod import NodeAllocatableClaimStatus, Pod
-from kubectl_dra.model.resource import Device, DeviceRequestAllocationResult, ResourceClaim
+from kubectl_dra.model.claim import DeviceRequestAllocationResult, ResourceClaim
+from kubectl_dra.model.resource import Device
 from kubectl_dra.quantity import Quantity
 
 ALLOWED_RESOURCE = re.compile(r"^(cpu|memory|hugepages-.+)$")

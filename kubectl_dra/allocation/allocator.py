@@ -23,7 +23,8 @@ from kubectl_dra.allocation.cel import CELError, compile_selector, evaluate, qua
 from kubectl_dra.allocation.pools import Gathered, Pool, node_matches
 from kubectl_dra.allocation.state import AllocatedState
 from kubectl_dra.model.node import Node
-from kubectl_dra.model.resource import Device, DeviceClass, ExactDeviceRequest, ResourceClaim, ResourceSlice
+from kubectl_dra.model.claim import ExactDeviceRequest, ResourceClaim
+from kubectl_dra.model.resource import Device, DeviceClass, ResourceSlice
 from kubectl_dra.pools.nodeselector import NodeSelectorError
 from kubectl_dra.quantity import Quantity
 from kubectl_dra.taints.tolerations import tolerates

@@ -11,7 +11,8 @@ from kubectl_dra.document import Finding
 from kubectl_dra.model.inventory import Inventory
 from kubectl_dra.model.node import Node
 from kubectl_dra.model.pod import Pod
-from kubectl_dra.model.resource import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
+from kubectl_dra.model.claim import ResourceClaim, ResourceClaimTemplate
+from kubectl_dra.model.resource import DeviceClass, ResourceSlice
 from kubectl_dra.pools.nodeselector import NodeSelectorError, node_selector_matches
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kubectl_dra.model.resource import ResourceClaim
+from kubectl_dra.model.claim import ResourceClaim
 from kubectl_dra.quantity import Quantity
 
 

@@ -13,7 +13,8 @@ from kubectl_dra.claims.views import ClaimRef, DeviceView
 from kubectl_dra.allocation.result import Allocation
 from kubectl_dra.document import Document, Finding, Part
 from kubectl_dra.model.inventory import Inventory
-from kubectl_dra.model.resource import DeviceClass, DeviceRequestAllocationResult, ResourceClaim, ResourceSlice
+from kubectl_dra.model.claim import DeviceRequestAllocationResult, ResourceClaim
+from kubectl_dra.model.resource import DeviceClass, ResourceSlice
 
 
 class NodeView(Part):

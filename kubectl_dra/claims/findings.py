@@ -7,7 +7,7 @@ from kubectl_dra.claims.views import DeviceView
 from kubectl_dra.document import Finding
 from kubectl_dra.model.inventory import Inventory
 from kubectl_dra.model.pod import Pod
-from kubectl_dra.model.resource import RESERVED_FOR_MAX, ResourceClaim
+from kubectl_dra.model.claim import RESERVED_FOR_MAX, ResourceClaim
 from kubectl_dra.text import plural
 
 DELETE_PROTECTION = "resource.kubernetes.io/delete-protection"

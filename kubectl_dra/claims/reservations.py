@@ -15,7 +15,7 @@ from kubectl_dra.model.base import KubeObject
 from kubectl_dra.model.inventory import Inventory
 from kubectl_dra.model.pod import Pod
 from kubectl_dra.model.registry import models
-from kubectl_dra.model.resource import ResourceClaim, ResourceClaimConsumerReference
+from kubectl_dra.model.claim import ResourceClaim, ResourceClaimConsumerReference
 from kubectl_dra.model.scheduling import PodGroup
 
 Resolved = Literal["exists", "missing", "uidMismatch", "done", "unknown"]

@@ -11,7 +11,7 @@ from pydantic import Field, PrivateAttr
 
 from kubectl_dra.document import Document, part
 from kubectl_dra.gcpause import gc_paused
-from kubectl_dra.model.resource import ResourceClaim, ResourceClaimConsumerReference
+from kubectl_dra.model.claim import ResourceClaim, ResourceClaimConsumerReference
 from kubectl_dra.quantity import Quantity
 
 if TYPE_CHECKING:

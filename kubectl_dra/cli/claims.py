@@ -47,7 +47,7 @@ def claims(ctx: click.Context, kube, output, selector: str | None, only_findings
     from kubectl_dra.claims.summary import SORT_ALIASES, SORT_KEYS, list_claims, sort_key
     from kubectl_dra.cli.runtime import open_for, report_problems, require_kinds
     from kubectl_dra.kube.reads import ReadRequest
-    from kubectl_dra.model.resource import ResourceClaim
+    from kubectl_dra.model.claim import ResourceClaim
     from kubectl_dra.printers.claims import claim_names, claim_table
     from kubectl_dra.printers.output import emit
     from kubectl_dra.printers.style import Style

@@ -48,7 +48,8 @@ def claim(ctx: click.Context, kube, output, pod_name: str | None, only_node: str
     from kubectl_dra.kube.reads import ReadRequest
     from kubectl_dra.model.pod import Pod
     from kubectl_dra.model.registry import models
-    from kubectl_dra.model.resource import DeviceClass, ResourceClaim
+    from kubectl_dra.model.claim import ResourceClaim
+    from kubectl_dra.model.resource import DeviceClass
     from kubectl_dra.model.scheduling import PodGroup
     from kubectl_dra.model.workloads import ReplicaSet
     from kubectl_dra.printers.claim_tree import claim_tree
@@ -161,7 +162,8 @@ def pod(ctx: click.Context, kube, output, node_flags, only_node: str | None, nam
     from kubectl_dra.kube.reads import ReadRequest
     from kubectl_dra.model.node import Node
     from kubectl_dra.model.pod import Pod
-    from kubectl_dra.model.resource import ResourceClaim, ResourceSlice
+    from kubectl_dra.model.claim import ResourceClaim
+    from kubectl_dra.model.resource import ResourceSlice
     from kubectl_dra.pods.explain import explain_pod
     from kubectl_dra.printers.output import emit
     from kubectl_dra.printers.pods import pod_tree
@@ -249,7 +251,8 @@ def node(ctx: click.Context, kube, output, catalog, feature_gate, name: str) -> 
     from kubectl_dra.kube.reads import ReadRequest
     from kubectl_dra.model.node import Node
     from kubectl_dra.model.pod import Pod
-    from kubectl_dra.model.resource import ResourceClaim, ResourceSlice
+    from kubectl_dra.model.claim import ResourceClaim
+    from kubectl_dra.model.resource import ResourceSlice
     from kubectl_dra.nodes.explain import explain_node
     from kubectl_dra.printers.nodes import node_tree
     from kubectl_dra.printers.output import emit

@@ -85,7 +85,8 @@ def allocation_requests(namespace: str | None, node: str | None = None) -> list:
     templates (a pod's claims before they exist)."""
     from kubectl_dra.kube.reads import ReadRequest
     from kubectl_dra.model.node import Node
-    from kubectl_dra.model.resource import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
+    from kubectl_dra.model.claim import ResourceClaim, ResourceClaimTemplate
+    from kubectl_dra.model.resource import DeviceClass, ResourceSlice
 
     from kubectl_dra.model.resource import DeviceTaintRule
 

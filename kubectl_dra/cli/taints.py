@@ -44,7 +44,8 @@ def taints(ctx: click.Context, kube, output, dry_run: bool, filename: Path | Non
     from kubectl_dra.cli.runtime import open_for, report_problems, require_kinds
     from kubectl_dra.kube.reads import ReadRequest
     from kubectl_dra.model.pod import Pod, PodWithoutClaims
-    from kubectl_dra.model.resource import DeviceTaintRule, ResourceClaim, ResourceSlice
+    from kubectl_dra.model.claim import ResourceClaim
+    from kubectl_dra.model.resource import DeviceTaintRule, ResourceSlice
     from kubectl_dra.printers.output import emit
     from kubectl_dra.printers.style import Style
     from kubectl_dra.printers.taints import taint_table

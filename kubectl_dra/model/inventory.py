@@ -16,7 +16,7 @@ from kubectl_dra.model.base import KubeObject
 
 if TYPE_CHECKING:  # only for annotations: the indexes go by kind name (see of_kind)
     from kubectl_dra.model.pod import Pod
-    from kubectl_dra.model.resource import ResourceClaim
+    from kubectl_dra.model.claim import ResourceClaim
 
 T = TypeVar("T", bound=KubeObject)
 V = TypeVar("V")

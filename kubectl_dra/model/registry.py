@@ -35,8 +35,8 @@ def models() -> tuple[type[KubeObject], ...]:
     from kubectl_dra.model.karpenter import NodeClaim, NodeOverlay, NodePool
     from kubectl_dra.model.node import Node
     from kubectl_dra.model.pod import Pod
-    from kubectl_dra.model.resource import (DeviceClass, DeviceTaintRule, ResourceClaim, ResourceClaimTemplate,
-                                             ResourceSlice)
+    from kubectl_dra.model.claim import ResourceClaim, ResourceClaimTemplate
+    from kubectl_dra.model.resource import DeviceClass, DeviceTaintRule, ResourceSlice
     from kubectl_dra.model.scheduling import PodGroup
     from kubectl_dra.model.workloads import Deployment, Job, ReplicaSet, StatefulSet
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from kubectl_dra.claims.reservations import is_reserved_for_pod
 from kubectl_dra.document import Finding
 from kubectl_dra.model.pod import Pod
-from kubectl_dra.model.resource import ResourceClaim
+from kubectl_dra.model.claim import ResourceClaim
 from kubectl_dra.nodestate.cdi import CDIIndex
 from kubectl_dra.nodestate.checkpoint import DRACheckpoint, PreparedClaim
 from kubectl_dra.nodestate.podresources import PodResourcesView

@@ -16,7 +16,7 @@ from kubectl_dra.allocation.result import Allocation
 from kubectl_dra.document import Document, Finding, Part
 from kubectl_dra.model.inventory import Inventory
 from kubectl_dra.model.pod import Pod
-from kubectl_dra.model.resource import ResourceClaim
+from kubectl_dra.model.claim import ResourceClaim
 
 
 class PodRef(Part):
@@ -269,7 +269,7 @@ def _pod_level_findings(pod: Pod, entries: list[ClaimEntry], add) -> None:
 def _device_findings(pod: Pod, inventory: Inventory) -> list[Finding]:
     """Taints on the devices of the pod's allocated claims (what they do to it) and the devices its
     kubelet reports Unhealthy."""
-    from kubectl_dra.model.resource import ResourceClaim
+    from kubectl_dra.model.claim import ResourceClaim
     from kubectl_dra.taints.explain import claim_taints, health_findings
 
     out: list[Finding] = []

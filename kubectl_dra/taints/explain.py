@@ -23,7 +23,8 @@ from pydantic import Field
 from kubectl_dra.document import Document, Finding, part
 from kubectl_dra.model.inventory import Inventory
 from kubectl_dra.model.pod import Pod
-from kubectl_dra.model.resource import DeviceTaintRule, ResourceClaim, ResourceSlice
+from kubectl_dra.model.claim import ResourceClaim
+from kubectl_dra.model.resource import DeviceTaintRule, ResourceSlice
 from kubectl_dra.pools.slices import current_slices
 from kubectl_dra.taints.tolerations import tolerates
 from kubectl_dra.text import plural

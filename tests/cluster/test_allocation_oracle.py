@@ -24,7 +24,8 @@ from kubectl_dra.allocation.explain import explain_allocation
 from kubectl_dra.kube.options import KubeOptions
 from kubectl_dra.kube.sources import open_source
 from kubectl_dra.model.node import Node
-from kubectl_dra.model.resource import DeviceClass, ResourceClaim, ResourceSlice
+from kubectl_dra.model.claim import ResourceClaim
+from kubectl_dra.model.resource import DeviceClass, ResourceSlice
 
 NODES = [f"alloc-node-{i}" for i in range(1, 4)]
 NAMESPACE = "alloc-oracle"

@@ -25,7 +25,7 @@ sys.stderr.write("\\nMODULES " + json.dumps(sorted(m for m in sys.modules if m.s
 """
 HEAVY = {"kubectl_dra.model.pod", "kubectl_dra.model.karpenter", "kubectl_dra.model.workloads",
          "kubectl_dra.claims.explain", "kubectl_dra.allocation.allocator", "kubectl_dra.allocation.cel",
-         "kubectl_dra.printers.claim_tree"}
+         "kubectl_dra.printers.claim_tree", "kubectl_dra.model.resource"}  # slices, classes, taint rules
 
 
 def imported(kubeconfig: str, *args: str) -> tuple[subprocess.CompletedProcess, set[str]]:

@@ -11,7 +11,7 @@ from kubectl_dra.cgroups.options import NodeOptions
 from kubectl_dra.model.inventory import Inventory
 from kubectl_dra.model.pod import Pod
 from kubectl_dra.model.registry import parse_object
-from kubectl_dra.model.resource import ResourceClaim
+from kubectl_dra.model.claim import ResourceClaim
 from kubectl_dra.pods.explain import explain_pod
 from kubectl_dra.quantity import Quantity
 

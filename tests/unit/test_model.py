@@ -7,7 +7,8 @@ import pytest
 from kubectl_dra.errors import InputError
 from kubectl_dra.model.pod import Pod
 from kubectl_dra.model.registry import invalid_field_problems, parse_object
-from kubectl_dra.model.resource import ResourceClaim, ResourceSlice
+from kubectl_dra.model.claim import ResourceClaim
+from kubectl_dra.model.resource import ResourceSlice
 from kubectl_dra.model.scheduling import PodGroup
 from kubectl_dra.quantity import Quantity
 

@@ -10,7 +10,7 @@ from builders import claim, pod
 from kubectl_dra.kube.reads import ReadRequest
 from kubectl_dra.kube.snapshot import SnapshotSource, load_snapshot
 from kubectl_dra.model.pod import Pod
-from kubectl_dra.model.resource import ResourceClaim
+from kubectl_dra.model.claim import ResourceClaim
 
 
 def write(path, text):
