@@ -167,27 +167,26 @@ def scan(node_name: str, inventory: Inventory, fs: CgroupFS, given: dict[str, ob
     def exclusive(pod: Pod) -> dict[str, str] | None:
         return state.exclusive(pod.uid) if state is not None else None
 
-    options_keys: dict[int, tuple[NodeOptions, str]] = {}  # id -> the (at most two) option sets and their JSON
+    options_json = options.model_dump_json()  # part of every cache key: kept in step with ``options``
 
-    def predicted(pod: Pod, entries, opts: NodeOptions) -> PodCgroups:
-        pinned = exclusive(pod)
+    def cache_key(pod: Pod) -> tuple | None:
+        """Where the prediction for a pod under the current options is kept between scans (None: not kept)."""
         if cache is None or not pod.metadata.resource_version:
-            return predict_pod(pod, entries, opts, pinned)
-        if id(opts) not in options_keys:  # the set is held too, so its id cannot be reused by another
-            options_keys[id(opts)] = (opts, opts.model_dump_json())
-        opts_key = options_keys[id(opts)][1]
-        key = (pod.uid, pod.metadata.resource_version, opts_key, tuple(sorted((pinned or {}).items())))
-        if key not in cache:
-            cache[key] = predict_pod(pod, entries, opts, pinned)
-        keys[id(cache[key])] = key
-        return cache[key]
+            return None
+        return pod.uid, pod.metadata.resource_version, options_json, tuple(sorted((exclusive(pod) or {}).items()))
 
-    keys: dict[int, tuple] = {}  # id of a cached prediction -> its cache key
+    def predicted(pod: Pod, entries) -> PodCgroups:
+        key = cache_key(pod)
+        if key is None:
+            return predict_pod(pod, entries, options, exclusive(pod))
+        if key not in cache:
+            cache[key] = predict_pod(pod, entries, options, exclusive(pod))
+        return cache[key]
 
     predictions = []
     for pod in pods:
         entries = [from_status(s) for s in pod.status.node_allocatable_resource_claim_statuses]
-        expected = predicted(pod, entries, options)
+        expected = predicted(pod, entries)
         predictions.append((pod, entries, expected, _observe(fs, pod, expected, options)))
 
     # what the files themselves show, for what the user did not set (flags win)
@@ -206,17 +205,19 @@ def scan(node_name: str, inventory: Inventory, fs: CgroupFS, given: dict[str, ob
             sources[option_key(name)] = "cgroup tree"
         if any(getattr(options, name) != value for name, value in changes.items()):
             options = options.model_copy(update=changes)
-            predictions = [(p, e, predicted(p, e, options), o) for p, e, _, o in predictions]
+            options_json = options.model_dump_json()
+            predictions = [(p, e, predicted(p, e), o) for p, e, _, o in predictions]
 
     policy_known = sources.get("cpuManagerPolicy", "default") not in ("default", "cgroup tree")
     no_dra_options = options.model_copy(update={"kubelet_dra": False})
     for pod, entries, expected, observed in predictions:
-        key = keys.get(id(expected))
+        key = cache_key(pod)
         seen = _seen(observed) if key is not None else None
-        if seen is not None and cache.get((*key, "matched")) == seen:
+        matched = cache.get((*key, "matched")) if key is not None else None
+        if matched is not None and matched[0] == seen:
             # the same pod, options, prediction and files as a scan that found nothing: the same verdict
             verdict = match_verdict(pod, expected, observed)
-            verdict.expected_hash = cache[(*key, "fingerprint")]
+            verdict.expected_hash = matched[1]
             report.status.pods.append(verdict)
             continue
         verdict = compare_pod(pod, expected, None, observed, options)
@@ -230,7 +231,7 @@ def scan(node_name: str, inventory: Inventory, fs: CgroupFS, given: dict[str, ob
                 verdict = compare_pod(pod, expected, no_dra, observed, options, evidence)
         verdict.expected_hash = expected.fingerprint()
         if seen is not None and verdict.verdict == "Match" and not verdict.divergences:
-            cache[(*key, "matched")], cache[(*key, "fingerprint")] = seen, verdict.expected_hash
+            cache[(*key, "matched")] = seen, verdict.expected_hash
         if proc_root and verdict.verdict == "Diverged":
             for name in {d.container for d in verdict.divergences if d.container}:
                 if name in observed.containers:
