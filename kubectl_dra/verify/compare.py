@@ -152,10 +152,9 @@ def _compare(diffs: list[Divergence], scope: str, container: str | None, expecte
              no_dra: dict[str, str], observed: ObservedCgroup, options: NodeOptions) -> bool:
     ok = True
     hugetlb_unapplied = scope == "container" and not options.applies_container_hugetlb
-    files = observed.files
     for file, value in expected.items():
-        seen = files.get(file)
-        if seen == value or equivalent(file, value, seen, options):  # most files hold exactly the value
+        seen = observed.files.get(file)
+        if equivalent(file, value, seen, options):
             continue
         if hugetlb_unapplied and value == "0" and seen == "max" and file.startswith("hugetlb."):
             continue  # the runtime applies no container hugepage limit; the pod's bounds it (_runtime_hugetlb)
