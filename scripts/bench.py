@@ -7,6 +7,7 @@ peak memory from the child's rusage. The API server is the test suite's local fa
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import statistics
 import subprocess
@@ -42,8 +43,29 @@ def timed(cmd: list[str], env: dict | None = None) -> tuple[float, float, int, s
     return wall, float(line[1]), int(line[2]) // 1024, done
 
 
+def write_kubeconfig(path: Path, url: str, namespace: str | None = None) -> Path:
+    """A kubeconfig for the bench's local server (a bearer token, no TLS)."""
+    context = "{cluster: b, user: b" + (f", namespace: {namespace}" if namespace else "") + "}"
+    path.write_text("apiVersion: v1\nkind: Config\ncurrent-context: b\n"
+                    f"clusters: [{{name: b, cluster: {{server: '{url}'}}}}]\n"
+                    "users: [{name: b, user: {token: t}}]\n"
+                    f"contexts: [{{name: b, context: {context}}}]\n")
+    return path
+
+
+@contextlib.contextmanager
+def cluster_server(n_claims: int):
+    """scripts/bench_server.py serving ``build_cluster(n_claims)`` in its own process; yields its URL."""
+    serving = subprocess.Popen([sys.executable, str(ROOT / "scripts" / "bench_server.py"), str(n_claims)],
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        yield serving.stdout.readline().strip()
+    finally:
+        serving.stdin.close()
+        serving.wait(timeout=60)
+
+
 def bench_help(runs: int) -> None:
-    sys.path.insert(0, str(ROOT / "tests"))
     from k8s_build import kubectl_path
 
     def median_ms(cmd: list[str]) -> float:
@@ -69,14 +91,9 @@ def bench_floor(runs: int, tmp: Path) -> None:
     first), against kubectl's whole ``get resourceclaims -A`` of 1,000 claims; and the peak RSS of
     importing what the agent cannot do without, against its 50 MiB goal. The goals below these
     floors cannot be met by anything this package does."""
-    sys.path.insert(0, str(ROOT / "tests"))
     from k8s_build import kubectl_path
 
-    kubeconfig = tmp / "kubeconfig-floor"
-    kubeconfig.write_text("apiVersion: v1\nkind: Config\ncurrent-context: b\n"
-                          "clusters: [{name: b, cluster: {server: 'https://127.0.0.1:1'}}]\n"
-                          "users: [{name: b, user: {token: t}}]\n"
-                          "contexts: [{name: b, context: {cluster: b, user: b}}]\n")
+    kubeconfig = write_kubeconfig(tmp / "kubeconfig-floor", "https://127.0.0.1:1")  # loaded, never contacted
     env = {**os.environ, "KUBECONFIG": str(kubeconfig)}
     cli = [sys.executable, "-c", "import click, pydantic, kubernetes.config as c; c.load_kube_config()"]
     agent = [sys.executable, "-c", "import click, pydantic, pydantic.dataclasses, kubernetes"]
@@ -87,15 +104,9 @@ def bench_floor(runs: int, tmp: Path) -> None:
             f"{statistics.median(r[2] for r in cli_runs)} MiB (median of {runs})")
     kubectl = kubectl_path()
     if kubectl is not None:
-        serving = subprocess.Popen([sys.executable, str(ROOT / "scripts" / "bench_server.py"), "1000"],
-                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        try:
-            url = serving.stdout.readline().strip()
-            kubeconfig.write_text(kubeconfig.read_text().replace("https://127.0.0.1:1", url))
+        with cluster_server(1000) as url:
+            write_kubeconfig(kubeconfig, url)
             theirs = statistics.median(timed([kubectl, "get", "resourceclaims", "-A"], env)[0] for _ in range(runs))
-        finally:
-            serving.stdin.close()
-            serving.wait(timeout=60)
         line += f" = {wall / theirs:.2f}x kubectl's whole get resourceclaims -A at 1,000 claims ({theirs:.2f} s)"
     print(line)
     print(f"dependency floor of the agent: import click + pydantic (dataclasses) + kubernetes: peak RSS "
@@ -126,7 +137,6 @@ def bench_cluster(sizes: list[int], runs: int, tmp: Path) -> None:
     ``kubectl get`` of the kinds they read), when a kubectl is found. Two pods per claim, half of
     them with a claim. Wall (the server's time included, the same for both), CPU and peak RSS of the
     command, medians of ``runs``. The server runs in its own process (scripts/bench_server.py)."""
-    sys.path.insert(0, str(ROOT / "tests"))
     from k8s_build import kubectl_path
 
     kubectl = kubectl_path()
@@ -134,16 +144,8 @@ def bench_cluster(sizes: list[int], runs: int, tmp: Path) -> None:
         print("claims at scale: no kubectl found (scripts/build-control-plane, or one on PATH): ours only")
     print(f"{'claims':>7} {'command':44} {'wall s':>7} {'CPU s':>6} {'RSS MiB':>8}   vs kubectl (wall, RSS)")
     for n_claims in sizes:
-        serving = subprocess.Popen([sys.executable, str(ROOT / "scripts" / "bench_server.py"), str(n_claims)],
-                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        try:
-            url = serving.stdout.readline().strip()
-            kubeconfig = tmp / f"kubeconfig-{n_claims}"
-            kubeconfig.write_text(
-                "apiVersion: v1\nkind: Config\ncurrent-context: b\n"
-                f"clusters: [{{name: b, cluster: {{server: '{url}'}}}}]\n"
-                "users: [{name: b, user: {token: t}}]\n"
-                "contexts: [{name: b, context: {cluster: b, user: b, namespace: ns-7}}]\n")
+        with cluster_server(n_claims) as url:
+            kubeconfig = write_kubeconfig(tmp / f"kubeconfig-{n_claims}", url, namespace="ns-7")
             env = {**os.environ, "KUBECONFIG": str(kubeconfig)}
             cases = [("claims -A", ["claims", "-A"], ["get", "resourceclaims", "-A"]),
                      ("claims -A -o wide", ["claims", "-A", "-o", "wide"], ["get", "resourceclaims", "-A"]),
@@ -167,14 +169,10 @@ def bench_cluster(sizes: list[int], runs: int, tmp: Path) -> None:
                     line += (f"   {wall / k_wall:4.2f}x, {rss / k_rss:4.2f}x  (kubectl {' '.join(kube_args)}: "
                              f"{k_wall:.2f} s, {k_cpu:.2f} s CPU, {k_rss:.0f} MiB)")
                 print(line, flush=True)
-        finally:
-            serving.stdin.close()
-            serving.wait(timeout=60)
 
 
 def bench_prediction(n_pods: int) -> None:
     """The core prediction (explain pod / the agent's expectation) over many DRA pods, in-process."""
-    sys.path.insert(0, str(ROOT / "tests"))
     from podspec import ctr, entries_of, entry, spec_pod
 
     from kubectl_dra.cgroups.options import NodeOptions
@@ -220,7 +218,6 @@ def bench_agent_scan(n_pods: int = 250, containers: int = 4) -> None:
 
     import yaml
 
-    sys.path.insert(0, str(ROOT / "tests"))
     from cgroup_tree import build_tree, set_file
     from podspec import ctr, entry
 
@@ -282,12 +279,7 @@ def bench_agent_scan(n_pods: int = 250, containers: int = 4) -> None:
             return
         diverged, scan_ms, rescan_ms, read_ms, files, scan_ratio, rescan_ratio = out.stdout.split()
         with FakeAPIServer([*raws, node]) as server:
-            kubeconfig = Path(tmp) / "kubeconfig"
-            kubeconfig.write_text(
-                "apiVersion: v1\nkind: Config\ncurrent-context: b\n"
-                f"clusters: [{{name: b, cluster: {{server: '{server.url}'}}}}]\n"
-                "users: [{name: b, user: {token: t}}]\n"
-                "contexts: [{name: b, context: {cluster: b, user: b}}]\n")
+            kubeconfig = write_kubeconfig(Path(tmp) / "kubeconfig", server.url)
             wall, cpu, peak, done = timed([str(BIN / "dra-node-agent"), "scan", "--once", "--node", "n1",
                                            "--cgroup-root", tmp + "/fs/cgroup", "--kubeconfig", str(kubeconfig),
                                            "-o", "json"])
@@ -321,12 +313,7 @@ def bench_verify(n_reports: int, pods_per_node: int, tmp: Path) -> None:
                                        status=ReportStatus(observed_at="2026-11-20T09:35:00Z", pods=verdicts)).summarize()
         objects.append(report.model_dump(mode="json", by_alias=True))
     with FakeAPIServer(objects, served={"kubectl-dra.io": ["v1alpha1"]}) as server:
-        kubeconfig = tmp / "kubeconfig-verify"
-        kubeconfig.write_text(
-            "apiVersion: v1\nkind: Config\ncurrent-context: b\n"
-            f"clusters: [{{name: b, cluster: {{server: '{server.url}'}}}}]\n"
-            "users: [{name: b, user: {token: t}}]\n"
-            "contexts: [{name: b, context: {cluster: b, user: b}}]\n")
+        kubeconfig = write_kubeconfig(tmp / "kubeconfig-verify", server.url)
         env = {**os.environ, "KUBECONFIG": str(kubeconfig)}
         server.requests.clear()
         wall, cpu, peak, done = timed([str(BIN / "kubectl-dra"), "verify", "-A"], env)
