@@ -105,35 +105,24 @@ class Inventory:
 
     def pods_by_group(self) -> dict[tuple[str, str], list[Pod]]:
         """(namespace, PodGroup name) -> its member pods (a claim reserved for a group lists them)."""
-        return self.index("pods_by_group", self._pods_by_group)
-
-    def _pods_by_group(self) -> dict[tuple[str, str], list[Pod]]:
-        index: dict[tuple[str, str], list[Pod]] = defaultdict(list)
-        for pod in self.of_kind("Pod"):
-            if group := pod.pod_group_name:
-                index[(pod.namespace, group)].append(pod)
-        return index
+        return self.index("pods_by_group", lambda: self._grouped(
+            "Pod", lambda pod: (pod.namespace, group) if (group := pod.pod_group_name) else None))
 
     def controlled_by(self, kind: str) -> dict[str, list]:
         """Controller UID -> the objects of ``kind`` it controls (pods of a workload, its ReplicaSets)."""
-        return self.index(f"controlled:{kind}", lambda: self._controlled(kind))
-
-    def _controlled(self, kind: str) -> dict[str, list]:
-        index: dict[str, list] = defaultdict(list)
-        for obj in self.of_kind(kind):
-            if (ctl := obj.metadata.controller()) is not None:
-                index[ctl.uid].append(obj)
-        return index
+        return self.index(f"controlled:{kind}", lambda: self._grouped(
+            kind, lambda obj: ctl.uid if (ctl := obj.metadata.controller()) is not None else None))
 
     def pods_by_node(self) -> dict[str, list[Pod]]:
         """Node name -> pods bound to it (every verify of a node would otherwise scan every pod)."""
-        return self.index("pods_by_node", self._pods_by_node)
+        return self.index("pods_by_node", lambda: self._grouped("Pod", lambda pod: pod.node_name or None))
 
-    def _pods_by_node(self) -> dict[str, list[Pod]]:
-        index: dict[str, list[Pod]] = defaultdict(list)
-        for pod in self.of_kind("Pod"):
-            if pod.node_name:
-                index[pod.node_name].append(pod)
+    def _grouped(self, kind: str, key: Callable) -> dict:
+        """The objects of ``kind`` by ``key(obj)``, in inventory order (None: not indexed)."""
+        index: dict = defaultdict(list)
+        for obj in self.of_kind(kind):
+            if (k := key(obj)) is not None:
+                index[k].append(obj)
         return index
 
     def slice_device(self, driver: str, pool: str, device: str):
