@@ -64,11 +64,11 @@ def claims(ctx: click.Context, kube, output, selector: str | None, only_findings
     # view needs them, but of the pods only those that can matter to a claim
     context = []
     if detailed:
-        from kubectl_dra.model.pod import Pod, PodWithoutClaims
+        from kubectl_dra.cli.runtime import claim_user_pods
         from kubectl_dra.model.resource import ResourceSlice
         from kubectl_dra.model.scheduling import PodGroup
 
-        context = [ReadRequest(Pod, opened.namespace, keep_raw=False, keep=Pod.uses_claims, skip=PodWithoutClaims),
+        context = [claim_user_pods(opened.namespace),
                    ReadRequest(ResourceSlice, keep_raw=False),
                    ReadRequest(PodGroup, opened.namespace, required=False, keep_raw=False)]
     opened.source.prime([wanted, *context])  # every kind's first page on its way at once

@@ -3,12 +3,17 @@ fetch the named object first, join the rest of the reads."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from kubectl_dra.cli.exitcodes import ExitStatus
 from kubectl_dra.env import Environment
 from kubectl_dra.kube.options import KubeOptions
 from kubectl_dra.kube.sources import Opened, open_source
 from kubectl_dra.model.inventory import Inventory
 from kubectl_dra.printers.problems import problem_lines
+
+if TYPE_CHECKING:
+    from kubectl_dra.kube.reads import ReadRequest
 
 
 def open_for(env: Environment, kube: KubeOptions) -> Opened:
@@ -79,6 +84,15 @@ def slice_requests(claims) -> list:
             for driver, pool in pairs]
 
 
+def claim_user_pods(namespace: str | None) -> ReadRequest:
+    """The pods that can matter to a claim (see ``Pod.uses_claims``): what claim lists and the taint
+    view read. The others are validated against a three-field view only and never kept."""
+    from kubectl_dra.kube.reads import ReadRequest
+    from kubectl_dra.model.pod import Pod, PodWithoutClaims
+
+    return ReadRequest(Pod, namespace, keep_raw=False, keep=Pod.uses_claims, skip=PodWithoutClaims)
+
+
 def allocation_requests(namespace: str | None, node: str | None = None) -> list:
     """What explaining an allocation needs: the nodes (or one), every slice and DeviceTaintRule (their
     taints), the device classes, every claim (what they hold is in use) and the namespace's claim
@@ -86,9 +100,7 @@ def allocation_requests(namespace: str | None, node: str | None = None) -> list:
     from kubectl_dra.kube.reads import ReadRequest
     from kubectl_dra.model.node import Node
     from kubectl_dra.model.claim import ResourceClaim, ResourceClaimTemplate
-    from kubectl_dra.model.resource import DeviceClass, ResourceSlice
-
-    from kubectl_dra.model.resource import DeviceTaintRule
+    from kubectl_dra.model.resource import DeviceClass, DeviceTaintRule, ResourceSlice
 
     return [ReadRequest(Node, field_selector=f"metadata.name={node}" if node else None, keep_raw=False),
             ReadRequest(ResourceSlice, keep_raw=False), ReadRequest(DeviceClass, keep_raw=False),

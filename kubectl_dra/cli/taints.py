@@ -41,9 +41,8 @@ def taints(ctx: click.Context, kube, output, dry_run: bool, filename: Path | Non
       kubectl dra taints --dry-run -f examples/taint-rules/drain-worker-gpu-2.yaml --snapshot examples/cluster
     """
     from kubectl_dra.cli.exitcodes import ExitStatus
-    from kubectl_dra.cli.runtime import open_for, report_problems, require_kinds
+    from kubectl_dra.cli.runtime import claim_user_pods, open_for, report_problems, require_kinds
     from kubectl_dra.kube.reads import ReadRequest
-    from kubectl_dra.model.pod import Pod, PodWithoutClaims
     from kubectl_dra.model.claim import ResourceClaim
     from kubectl_dra.model.resource import DeviceTaintRule, ResourceSlice
     from kubectl_dra.printers.output import emit
@@ -61,7 +60,7 @@ def taints(ctx: click.Context, kube, output, dry_run: bool, filename: Path | Non
     opened = open_for(env, kube)
     inventory = opened.source.read([
         ReadRequest(ResourceSlice, keep_raw=False), ReadRequest(ResourceClaim, None, keep_raw=False),
-        ReadRequest(Pod, None, keep_raw=False, keep=Pod.uses_claims, skip=PodWithoutClaims),
+        claim_user_pods(None),
         ReadRequest(DeviceTaintRule, required=False, keep_raw=False)])
     require_kinds(env, inventory, ResourceSlice)
     result = explain_taints(inventory, env.now(), dry_run=rule)
