@@ -312,18 +312,18 @@ def _pod_memory_qos(files: CgroupFiles, pod: Pod, qos: str, req, options: NodeOp
     without_dra_req, without_dra_lim = pod_requests(pod), pod_limits(pod)  # ApplyPodLevelMemoryHigh adds no DRA
     request = without_dra_req["memory"].value() if "memory" in without_dra_req else 0
     limit = without_dra_lim["memory"].value() if "memory" in without_dra_lim else 0
-    if (request == limit and request) or not limit:
+    if (request == limit and request) or not limit or options.throttling_factor is None:
         return
     high = _memory_high(request, limit, options)
     if high > request:
         files.set("memory.high", str(high), explain and f"Memory QoS, pod-level resources: request + "
-                                            f"{options.memory_throttling_factor} x (limit - request), whole pages")
+                                            f"{options.throttling_factor} x (limit - request), whole pages")
 
 
 def _memory_high(request: int, limit: int, options: NodeOptions) -> int:
     """The kubelet's formula in float64, as Go computes it: floor(req + (limit - req) x factor), in
     whole pages."""
-    value = math.floor(float(request) + (float(limit) - float(request)) * float(options.memory_throttling_factor))
+    value = math.floor(float(request) + (float(limit) - float(request)) * float(options.throttling_factor))
     return int(value / f.PAGE_SIZE) * f.PAGE_SIZE
 
 
@@ -347,6 +347,8 @@ def _container_memory_qos(out: ContainerCgroup, pod: Pod, container: Container, 
         reason = "Memory QoS (reservation policy None): no memory protection"
         out.set("memory.min", "0", reason)
         out.set("memory.low", "0", reason)
+    if options.throttling_factor is None:
+        return  # memoryThrottlingFactor unset (the 1.37 default): the kubelet sets no memory.high
     inherited = plr_limits is not None and "memory" in plr_limits and not plr_limits["memory"].is_zero()
     if spec_limit == 0 and inherited:
         return  # the pod cgroup's memory.high throttles it (skipContainerMemoryHigh)
@@ -358,10 +360,10 @@ def _container_memory_qos(out: ContainerCgroup, pod: Pod, container: Container, 
     if not limit:
         if not options.node_allocatable_memory:
             return
-        limit, source = options.node_allocatable_memory, "node allocatable memory (no limit)"
+        limit, source = options.node_allocatable_memory, "node memory capacity minus reserved (no limit)"
     high = _memory_high(request, limit, options)
     if high and high > request:
-        out.set("memory.high", str(high), explain and f"Memory QoS: request + {options.memory_throttling_factor} x "
+        out.set("memory.high", str(high), explain and f"Memory QoS: request + {options.throttling_factor} x "
                                                       f"({source} - request), whole pages")
 
 
@@ -422,22 +424,28 @@ def _container_files(pod: Pod, container: Container, kind: str, pod_path: str, e
             value = total.value() if total is not None else 0
             out.set(file, str(value) if value > 0 else "max", reason)
 
+    # the kubelet always sends every host page size (0 when not requested); a runtime that does not apply
+    # container hugepage limits (containerd's default) writes nothing, so the files keep the kernel's "max"
+    # (seen on a real containerd 2.4.2 node: every container hugetlb file read max)
     pages, why = _container_hugepages(pod, limits, plr_limits, dra, explain)
     rsvd = options.writes_rsvd
+    applied = options.applies_container_hugetlb
     if not pages and not explain:
         zeros = _zero_hugetlb(tuple(options.hugepage_sizes), rsvd)
-        out.files.update(zeros)
+        out.files.update(zeros if applied else dict.fromkeys(zeros, "max"))
         out.cri_hugepages.update(zeros)
     else:
         for size, name, max_file, rsvd_file in _hugetlb_files(tuple(options.hugepage_sizes)):
             value = str(pages.get(size, 0))
             reason = explain and why.get(size, f"no {name} pages: 0")
-            if explain and not options.applies_container_hugetlb:
-                reason += " (sent to the runtime, which does not apply it: the file reads max)"
-            out.set(max_file, value, reason)
+            written = value if applied else "max"
+            if explain and not applied:
+                reason = (f"the kubelet sends {value} ({reason}), but the runtime does not apply container hugepage "
+                          "limits (containerd's disable_hugetlb_controller, true by default): the file stays max")
+            out.set(max_file, written, reason)
             out.cri_hugepages[max_file] = value
             if rsvd:
-                out.set(rsvd_file, value, "runc writes .rsvd.max with the same value")
+                out.set(rsvd_file, written, "runc writes .rsvd.max with the same value" if applied else reason)
                 out.cri_hugepages[rsvd_file] = value
 
     if options.memory_qos != "off":

@@ -138,7 +138,7 @@ def compare_pod(pod: Pod, expected: PodCgroups, no_dra: PodCgroups | None, obser
         _compare(diffs, "container", container.name, container.files, no_dra_containers[container.name].files,
                  seen, options)
         _weight_formula(diffs, container, seen, options)
-        _runtime_hugetlb(diffs, container.name, options)
+        _runtime_hugetlb(diffs, container, seen, options)
     _classify(pod, diffs, pod_ok, evidence or {})
     verdict.divergences = diffs
     if any(d.severity in ("error", "warning") and d.cause not in UNKNOWN_CAUSES for d in diffs):
@@ -151,13 +151,10 @@ def compare_pod(pod: Pod, expected: PodCgroups, no_dra: PodCgroups | None, obser
 def _compare(diffs: list[Divergence], scope: str, container: str | None, expected: dict[str, str],
              no_dra: dict[str, str], observed: ObservedCgroup, options: NodeOptions) -> bool:
     ok = True
-    hugetlb_unapplied = scope == "container" and not options.applies_container_hugetlb
     for file, value in expected.items():
         seen = observed.files.get(file)
         if equivalent(file, value, seen, options):
             continue
-        if hugetlb_unapplied and value == "0" and seen == "max" and file.startswith("hugetlb."):
-            continue  # the runtime applies no container hugepage limit; the pod's bounds it (_runtime_hugetlb)
         ok = False
         if seen is None:
             diffs.append(Divergence(scope=scope, container=container, file=file, expected=value, observed=None,
@@ -187,25 +184,27 @@ def _weight_formula(diffs: list[Divergence], container, seen: ObservedCgroup, op
                         f"runtime converts differently from --weight-formula {options.weight_formula}")
 
 
-def _runtime_hugetlb(diffs: list[Divergence], container: str, options: NodeOptions) -> None:
-    """A container hugetlb file left at ``max`` where the kubelet asked for a number: the runtime
-    did not apply container hugepage limits (containerd's default). Where the kubelet asked for 0
-    that is a tolerance (the pod's own limit for that size bounds it); where it asked for pages,
-    it is worth knowing (info). The pod cgroup's limits are compared as always."""
-    for d in list(diffs):
-        if d.container != container or not d.file.startswith("hugetlb.") or d.observed != "max" or \
-                d.cause not in ("Unexplained", "DRAAmountMissing"):
-            continue
-        if options.applies_container_hugetlb:
-            d.message = (f"the kubelet asked for {d.expected} and this runtime applies container hugepage limits "
-                         "(a number in another container's hugetlb files shows it, or --runtime-hugetlb on), yet "
-                         "the file is max")
-        elif d.expected == "0":
-            diffs.remove(d)
-        else:
-            _assign(d, "RuntimeHugetlbDisabled", f"the kubelet asked for {d.expected}, but the runtime does not apply "
-                    "container hugepage limits (containerd's disable_hugetlb_controller, true by default), so the "
-                    "file stays max; the pod cgroup's limit still bounds the pod")
+def _runtime_hugetlb(diffs: list[Divergence], container, seen: ObservedCgroup, options: NodeOptions) -> None:
+    """Container hugetlb files and the runtime. When it applies container hugepage limits, a ``max``
+    where the kubelet asked for a number is a real difference (said why). When it does not
+    (containerd's default), ``max`` is the expected value; where the kubelet asked for pages, that is
+    worth knowing (info): only the pod cgroup's limit bounds them."""
+    if options.applies_container_hugetlb:
+        for d in diffs:
+            if d.container == container.name and d.file.startswith("hugetlb.") and d.observed == "max" and \
+                    d.cause in ("Unexplained", "DRAAmountMissing"):
+                d.message = (f"the kubelet asked for {d.expected} and this runtime applies container hugepage limits "
+                             "(a number in another container's hugetlb files shows it, or --runtime-hugetlb on), yet "
+                             "the file is max")
+        return
+    for file, asked in container.cri_hugepages.items():
+        if asked != "0" and asked.isdigit() and seen.files.get(file) == "max":
+            diffs.append(Divergence(
+                scope="container", container=container.name, file=file, expected=asked, observed="max",
+                cause="RuntimeHugetlbDisabled", severity=SEVERITY["RuntimeHugetlbDisabled"],
+                message=f"the kubelet asked for {asked}, but the runtime does not apply container hugepage limits "
+                        "(containerd's disable_hugetlb_controller, true by default), so the file stays max; the pod "
+                        "cgroup's limit still bounds the pod"))
 
 
 def override_evidence(observed_cpuset: str | None, kubelet_cpuset: frozenset[int] | None,

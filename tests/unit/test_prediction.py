@@ -115,7 +115,7 @@ def test_hugepage_limits_vectors():
 def test_container_hugepages_every_host_size_listed():
     pod = spec_pod([ctr("c", {"hugepages-2Mi": "2Mi", "cpu": "1"}, {"hugepages-2Mi": "2Mi", "hugepages-1Gi": "2Gi",
                                                                      "hugepages-2MB": "2Mi"})])
-    files = container_files(pod, "c", hugepage_sizes=[2 * MI, GI])
+    files = container_files(pod, "c", hugepage_sizes=[2 * MI, GI], runtime_hugetlb=True)
     assert {k: v for k, v in files.items() if k.startswith("hugetlb")} == {
         "hugetlb.2MB.max": "2097152", "hugetlb.2MB.rsvd.max": "2097152",
         "hugetlb.1GB.max": "2147483648", "hugetlb.1GB.rsvd.max": "2147483648"}
@@ -252,7 +252,7 @@ def test_dra_memory_undeclared_limit_is_dropped_but_hugepages_kept():
     files = pod_files(pod, hugepage_sizes=[2 * MI])
     assert files["memory.max"] == "max"
     assert files["hugetlb.2MB.max"] == str(4 * MI)
-    c = container_files(pod, "c1", hugepage_sizes=[2 * MI])
+    c = container_files(pod, "c1", hugepage_sizes=[2 * MI], runtime_hugetlb=True)
     assert c["memory.max"] == "max" and c["hugetlb.2MB.max"] == str(4 * MI)
 
 
@@ -489,7 +489,7 @@ def test_pod_level_hugepages_are_inherited_by_containers_without_their_own():
                    plr={"requests": {"cpu": "4", "memory": "4Gi", "hugepages-2Mi": "10Mi"},
                         "limits": {"cpu": "4", "memory": "4Gi", "hugepages-2Mi": "10Mi"}},
                    entries=[entry("x", ["own", "bare"], {"hugepages-2Mi": "2Mi", "hugepages-1Gi": "1Gi"})])
-    files = {c.name: c.files for c in predict(pod, hugepage_sizes=[2 * MI, GI]).containers}
+    files = {c.name: c.files for c in predict(pod, hugepage_sizes=[2 * MI, GI], runtime_hugetlb=True).containers}
     assert files["own"]["hugetlb.2MB.max"] == str(6 * MI)  # case A: own limit + DRA
     assert files["bare"]["hugetlb.2MB.max"] == str(10 * MI)  # case C: the pod-level limit, DRA not added
     assert files["bare"]["hugetlb.1GB.max"] == str(GI)  # case B: no limit at either level -> the DRA amount
@@ -498,12 +498,67 @@ def test_pod_level_hugepages_are_inherited_by_containers_without_their_own():
 
 def test_memory_qos_reservation_policy_none_protects_nothing():
     """1.36+ default memoryReservationPolicy None: containers get memory.min = memory.low = 0 and the
-    pod no protection; memory.high is set where request != limit (kuberuntime_container_linux.go)."""
+    pod no protection; with a throttling factor, memory.high is set where request != limit
+    (kuberuntime_container_linux.go)."""
     pod = spec_pod([ctr("c", {"cpu": "1", "memory": "1Gi"}, {"memory": "2Gi"}),
                     ctr("flat", {"cpu": "1", "memory": "1Gi"}, {"memory": "1Gi"})])
-    prediction = predict(pod, memory_qos="none")
+    prediction = predict(pod, memory_qos="none", memory_throttling_factor="0.9")
     files = {c.name: c.files for c in prediction.containers}
     assert (files["c"]["memory.min"], files["c"]["memory.low"]) == ("0", "0")
     assert files["c"]["memory.high"] == str(int(Q("1.9Gi").value()) // 4096 * 4096)
     assert "memory.high" not in files["flat"]  # request == limit: nothing to throttle before the limit
     assert not {"memory.min", "memory.low", "memory.high"} & set(prediction.pod.files)
+
+
+def test_memory_qos_without_a_throttling_factor_sets_no_memory_high():
+    """The 1.37 kubelet's memoryThrottlingFactor defaults to nil, and then it writes no memory.high
+    (kuberuntime_container_linux.go "m.memoryThrottlingFactor != nil"; pod_container_manager_linux.go).
+    Confirmed on a real v1.37.2 kubelet with the MemoryQoS gate on (tests/node): every container and
+    pod reads memory.high "max". Kubelets before 1.36 defaulted to 0.9 (legacy)."""
+    pod = spec_pod([ctr("c", {"cpu": "1", "memory": "1Gi"}, {"memory": "2Gi"}), ctr("none", {"cpu": "1"})],
+                   plr={"requests": {"memory": "1Gi"}, "limits": {"memory": "3Gi"}})
+    for qos in ("none", "tiered"):
+        prediction = predict(pod, memory_qos=qos, node_allocatable_memory=8 * GI)
+        assert not any("memory.high" in c.files for c in prediction.containers), qos
+        assert "memory.high" not in prediction.pod.files
+    legacy = predict(pod, memory_qos="legacy", node_allocatable_memory=8 * GI)
+    assert "memory.high" in next(c for c in legacy.containers if c.name == "c").files
+
+
+def test_memory_qos_node_allocatable_is_the_nodes_capacity():
+    """A container without a memory limit gets memory.high from the kubelet's node allocatable, which
+    is capacity minus kube- and system-reserved (GetNodeAllocatableAbsolute): huge pages and the
+    eviction threshold are not subtracted. The real v1.37.2 kubelet wrote 3692515328 = floor(0.9 x
+    capacity 4102795264, whole pages) on a node whose status.allocatable was 2842406912."""
+    from kubectl_dra.cgroups.options import resolve
+    from kubectl_dra.model.node import Node
+
+    node = Node.model_validate({"metadata": {"name": "n"}, "status": {
+        "capacity": {"memory": "4006636Ki", "hugepages-1Gi": "1Gi", "hugepages-2Mi": "128Mi"},
+        "allocatable": {"memory": "2775788Ki"}}})
+    options, sources = resolve({"memory_qos": "tiered", "memory_throttling_factor": "0.9"}, node)
+    assert options.node_allocatable_memory == 4102795264
+    assert "status.capacity" in sources["nodeAllocatableMemory"] and "assumed none" in sources["nodeAllocatableMemory"]
+    pod = spec_pod([ctr("app")])
+    assert predict_pod(pod, [], options).containers[0].files["memory.high"] == "3692515328"
+
+
+def test_container_hugetlb_files_stay_max_when_the_runtime_does_not_apply_them():
+    """containerd's CRI skips container hugepage limits by default (disable_hugetlb_controller = true):
+    the kubelet still sends every host size (0 when not requested), but nothing is written, so the
+    files read max. A real containerd 2.4.2 node showed exactly that for every container, .rsvd.max
+    included; with disable_hugetlb_controller = false it wrote the kubelet's values (tests/node)."""
+    pod = spec_pod([ctr("c", {"cpu": "1", "memory": "1Gi", "hugepages-2Mi": "8Mi"},
+                        {"cpu": "1", "memory": "1Gi", "hugepages-2Mi": "8Mi"}), ctr("plain")])
+    for explain in (True, False):
+        prediction = predict_pod(pod, [], NodeOptions(hugepage_sizes=[2 * MI, GI]), explain=explain)
+        for c in prediction.containers:
+            assert {k: v for k, v in c.files.items() if k.startswith("hugetlb.")} == dict.fromkeys(
+                ("hugetlb.2MB.max", "hugetlb.2MB.rsvd.max", "hugetlb.1GB.max", "hugetlb.1GB.rsvd.max"), "max")
+        asked = {c.name: c.cri_hugepages for c in prediction.containers}
+        assert asked["c"]["hugetlb.2MB.max"] == str(8 * MI) and asked["c"]["hugetlb.1GB.max"] == "0"
+        assert asked["plain"]["hugetlb.2MB.max"] == "0"
+        assert prediction.pod.files["hugetlb.2MB.max"] == str(8 * MI)  # the kubelet writes the pod's itself
+    applied = predict_pod(pod, [], NodeOptions(hugepage_sizes=[2 * MI, GI], runtime_hugetlb=True))
+    assert applied.containers[0].files["hugetlb.2MB.rsvd.max"] == str(8 * MI)
+    assert applied.containers[1].files["hugetlb.1GB.max"] == "0"
