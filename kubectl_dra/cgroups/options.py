@@ -13,6 +13,7 @@ from kubectl_dra.errors import InputError
 from kubectl_dra.quantity import Quantity
 
 GI, MI = 1 << 30, 1 << 20
+LEGACY_THROTTLING = "0.9"  # validation.go previousDefaultMemoryThrottlingFactor: the default before 1.36
 
 
 class NodeOptions(Part):
@@ -26,7 +27,9 @@ class NodeOptions(Part):
     kubelet_dra: bool = True
     kubelet_cgroup_root: str = "/"
     memory_qos: Literal["off", "none", "tiered", "legacy"] = "off"  # MemoryQoS gate; reservation policy
-    memory_throttling_factor: str = "0.9"
+    # kubelet memoryThrottlingFactor; None: unset, so no memory.high (the 1.37 default, confirmed on a real
+    # v1.37.2 kubelet); kubelets before 1.36 (memory_qos "legacy") defaulted to 0.9 (LEGACY_THROTTLING)
+    memory_throttling_factor: str | None = None
     node_allocatable_memory: int | None = None  # bytes; memory.high of containers without a limit
     runtime_hugetlb: bool | None = None  # the runtime applies container hugepage limits; None: its default
 
@@ -37,8 +40,11 @@ class NodeOptions(Part):
         return self.runtime_hugetlb if self.runtime_hugetlb is not None else self.runtime == "crio"
 
     @property
-    def throttling(self) -> Fraction:
-        return Fraction(self.memory_throttling_factor)
+    def throttling_factor(self) -> str | None:
+        """The factor memory.high is computed with, or None when the kubelet sets no memory.high."""
+        if self.memory_throttling_factor is not None:
+            return self.memory_throttling_factor
+        return LEGACY_THROTTLING if self.memory_qos == "legacy" else None
 
     @property
     def writes_rsvd(self) -> bool:
@@ -99,8 +105,8 @@ def from_node(node) -> dict[str, object]:
                 continue
     if sizes:
         detected["hugepage_sizes"] = sorted(set(sizes))
-    if "memory" in node.status.allocatable:  # Memory QoS: memory.high of containers without a limit
-        detected["node_allocatable_memory"] = node.status.allocatable["memory"].value()
+    if "memory" in node.status.capacity:  # Memory QoS: memory.high of containers without a limit
+        detected["node_allocatable_memory"] = node.status.capacity["memory"].value()
     dra = kubelet_dra_from_node(node)
     if dra is not None:
         detected["kubelet_dra"] = dra[0]
@@ -108,6 +114,11 @@ def from_node(node) -> dict[str, object]:
 
 
 DRA_FEATURE = "DRANodeAllocatableResources"
+# The kubelet's "node allocatable" for memory.high is capacity minus kube-reserved and system-reserved
+# (GetNodeAllocatableAbsolute): huge pages and the eviction threshold are not subtracted, so it is not
+# status.allocatable. Reserved memory is not in the API.
+CAPACITY_SOURCE = ("node {node}: status.capacity memory (the kubelet subtracts kube-reserved and system-reserved, "
+                   "which the API does not show: assumed none)")
 
 
 def kubelet_dra_from_node(node) -> tuple[bool, str] | None:
@@ -157,7 +168,8 @@ def resolve(given: dict[str, object], node=None, observed: dict[str, object] | N
             values[name], sources[key] = observed[name], where
         elif name in detected:
             values[name] = detected[name]
-            sources[key] = dra_reason[1] if name == "kubelet_dra" and dra_reason else f"node {node.name}"
+            sources[key] = dra_reason[1] if name == "kubelet_dra" and dra_reason else \
+                CAPACITY_SOURCE.format(node=node.name) if name == "node_allocatable_memory" else f"node {node.name}"
         else:
             sources[key] = "default"
     options = NodeOptions(**values)

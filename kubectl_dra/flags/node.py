@@ -36,7 +36,9 @@ _SPECS = [
                              help="Predict Memory QoS files (memory.min/low/high): off (the MemoryQoS gate is "
                                   "off), none or tiered (its memoryReservationPolicy, 1.36+), legacy (kubelets "
                                   "before 1.36: memory.min = requests) [default: off].")),
-    (("--memory-throttling-factor",), dict(metavar="F", help="Memory QoS throttling factor [default: 0.9].")),
+    (("--memory-throttling-factor",), dict(metavar="F", help="Kubelet memoryThrottlingFactor: Memory QoS sets "
+                                                            "memory.high only when it is set [default: unset, as "
+                                                            "in the 1.37 kubelet; 0.9 with --memory-qos legacy].")),
 ]
 _NAMES = ["cgroup_driver", "runtime", "weight_formula", "cpu_cfs_period", "cpu_cfs_quota", "cpu_manager_policy",
           "runtime_hugetlb", "hugepage_sizes", "kubelet_dra", "kubelet_cgroup_root", "memory_qos",

@@ -730,14 +730,14 @@ def test_resource_config_for_pod_with_enforce_memory_qos(name, containers, enfor
 # (overhead included): requests 128Mi + 64Mi, limits 256Mi + 64Mi.
 def test_apply_pod_level_memory_high_cpu_only_pod_level_resources():
     pod = spec_pod([ctr("c1", R("100m", "100Mi"), R("200m"))], plr={"limits": R("2")})
-    assert "memory.high" not in predict(pod, memory_qos="tiered").pod.files
+    assert "memory.high" not in predict(pod, memory_qos="tiered", memory_throttling_factor="0.9").pod.files
 
 
 def test_apply_pod_level_memory_high_pod_overhead_is_included():
     plr = {"requests": R("1", "128Mi"), "limits": R("1", "256Mi")}
     containers = [ctr("c1", R("1", "128Mi"), R("1", "256Mi"))]
-    with_overhead = predict(spec_pod(containers, plr=plr, overhead={"memory": "64Mi"}), memory_qos="tiered").pod.files
-    without = predict(spec_pod(containers, plr=plr), memory_qos="tiered").pod.files
+    with_overhead = predict(spec_pod(containers, plr=plr, overhead={"memory": "64Mi"}), memory_qos="tiered", memory_throttling_factor="0.9").pod.files
+    without = predict(spec_pod(containers, plr=plr), memory_qos="tiered", memory_throttling_factor="0.9").pod.files
     assert with_overhead["memory.high"] == str(go_memory_high(192 * MI, 320 * MI))
     assert without["memory.high"] == str(go_memory_high(128 * MI, 256 * MI))
     assert int(with_overhead["memory.high"]) > int(without["memory.high"])
@@ -746,7 +746,7 @@ def test_apply_pod_level_memory_high_pod_overhead_is_included():
 def test_apply_pod_level_memory_high_mixed_declared_undeclared_memory_limits():
     pod = spec_pod([ctr("c1", R("100m", "100Mi"), R("200m", "200Mi")), ctr("c2", R("100m", "100Mi"))],
                    plr={"limits": R("2")})
-    assert "memory.high" not in predict(pod, memory_qos="tiered").pod.files
+    assert "memory.high" not in predict(pod, memory_qos="tiered", memory_throttling_factor="0.9").pod.files
 
 
 # TestMilliCPUToQuota: (milliCPU, period) -> quota
