@@ -135,7 +135,8 @@ def scan(node_name: str, inventory: Inventory, fs: CgroupFS, given: dict[str, ob
     kubelet's root directory (cpu_manager_state), when mounted. ``node_dra``: the node's DRA state
     (checkpoint, CDI, PodResources) and ``claims`` the API's answer for each claim it involves
     (see :func:`kubectl_dra.nodestate.reconcile.reconcile`)."""
-    observed_at = (now or datetime.now(timezone.utc)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    now = now or datetime.now(timezone.utc)
+    observed_at = now.strftime("%Y-%m-%dT%H:%M:%SZ")
     pods = pods_on(inventory, node_name)
     node = inventory.get(Node, None, node_name)
     report = NodeEnforcementReport(metadata=ReportMetadata(name=node_name, labels={NODE_LABEL: node_name}),
@@ -143,7 +144,7 @@ def scan(node_name: str, inventory: Inventory, fs: CgroupFS, given: dict[str, ob
     if node_dra is not None:  # independent of the cgroup version
         report.status.sources = node_dra.sources
         if node_dra.usable:
-            report.status.claims = reconcile(pods, claims or {}, node_dra)
+            report.status.claims = reconcile(pods, claims or {}, node_dra, now)
     if report.status.cgroup_version != "v2":
         reason = {"hybrid": "this node runs cgroup v1 controllers (hybrid mode); only cgroup v2 is supported",
                   "v1": "this node runs cgroup v1; only cgroup v2 is supported",
@@ -167,6 +168,12 @@ def scan(node_name: str, inventory: Inventory, fs: CgroupFS, given: dict[str, ob
     def exclusive(pod: Pod) -> dict[str, str] | None:
         return state.exclusive(pod.uid) if state is not None else None
 
+    # The verdict holds the node to what the scheduler counted: the recorded node-allocatable amounts,
+    # whether or not this kubelet applies them now. A kubelet restarted with DRANodeAllocatableResources
+    # off keeps the amounts in cgroups it made before and leaves them out of containers it starts after
+    # (seen on a real v1.37.2 kubelet): the first match, the second is KubeletDRADisabled.
+    reported_dra = options.kubelet_dra
+    options = options.model_copy(update={"kubelet_dra": True})
     options_json = options.model_dump_json()  # part of every cache key: kept in step with ``options``
 
     def cache_key(pod: Pod) -> tuple | None:
@@ -229,6 +236,13 @@ def scan(node_name: str, inventory: Inventory, fs: CgroupFS, given: dict[str, ob
             evidence = _override_evidence(fs, pod, verdict, observed, options, state)
             if evidence:
                 verdict = compare_pod(pod, expected, no_dra, observed, options, evidence)
+        if not reported_dra:  # the node itself says why the amount is missing
+            for d in verdict.divergences:
+                if d.cause in ("KubeletDRADisabled", "DRAAmountMissing"):
+                    d.cause, d.severity = "KubeletDRADisabled", "error"
+                    d.message = (f"equals the value without the claims' node-allocatable amounts, which the scheduler "
+                                 f"counted: this node's kubelet does not apply them ({sources.get('kubeletDra', 'flag')})"
+                                 "; cgroups made before it stopped keep them, containers started since lack them")
         verdict.expected_hash = expected.fingerprint()
         if seen is not None and verdict.verdict == "Match" and not verdict.divergences:
             cache[(*key, "matched")] = seen, verdict.expected_hash
@@ -244,8 +258,9 @@ def scan(node_name: str, inventory: Inventory, fs: CgroupFS, given: dict[str, ob
     report.status.cgroup_driver = options.cgroup_driver
     report.status.runtime = options.runtime
     report.status.weight_formula = options.weight_formula
-    report.status.kubelet_dra = options.kubelet_dra
-    report.status.node_options = options.model_dump(mode="json", by_alias=True)
+    report.status.kubelet_dra = reported_dra
+    report.status.node_options = options.model_copy(update={"kubelet_dra": reported_dra}).model_dump(
+        mode="json", by_alias=True)
     report.status.node_options_source = sources
     return report.summarize()
 

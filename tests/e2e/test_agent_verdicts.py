@@ -179,6 +179,34 @@ def test_some_other_container_hugetlb_number_stays_a_divergence(tmp_path):
                                                              for d in by_name(report)["guaranteed"].divergences]
 
 
+def test_a_kubelet_restarted_without_dra_keeps_old_cgroups_and_starves_new_containers(tmp_path):
+    """What a real v1.37.2 kubelet did when restarted with DRANodeAllocatableResources off (tests/node):
+    status.declaredFeatures lost the feature, the pod cgroup and running containers kept the DRA amounts
+    written at creation, and a container that restarted got limits without them. The verdict holds the
+    node to what the scheduler recorded: the old cgroups match, the restarted container is
+    KubeletDRADisabled (never a false Unexplained on the values that are right)."""
+    from kubectl_dra.model.registry import parse_object
+
+    pods = node_pods()
+    options = NodeOptions(hugepage_sizes=[2 << 20, 1 << 30])
+    dirs = build_tree(tmp_path, pods, options)
+    without = build_tree(tmp_path / "no-dra", pods, options.model_copy(update={"kubelet_dra": False}))
+    restarted = dirs[("burstable", "encoder")]
+    for name in ("cpu.max", "memory.max"):
+        set_file(restarted, name, (without[("burstable", "encoder")] / name).read_text().strip())
+    node = parse_object({**NODE_OBJECT, "status": {**NODE_OBJECT["status"], "declaredFeatures": ["Other"]}})
+    inventory = inventory_of([*pods, node])
+    report = scan(NODE, inventory, CgroupFS(tmp_path / "fs" / "cgroup"), {})
+    assert report.status.kubelet_dra is False and report.status.node_options["kubeletDra"] is False
+    verdicts = by_name(report)
+    assert {name: v.verdict for name, v in verdicts.items()} == {
+        "guaranteed": "Match", "burstable": "Diverged", "besteffort": "Match", "pod-level": "Match"}
+    rows = [(d.scope, d.container, d.file, d.cause) for d in verdicts["burstable"].divergences]
+    assert rows == [("container", "encoder", "memory.max", "KubeletDRADisabled")]  # encoder's cpu has no DRA
+    message = verdicts["burstable"].divergences[0].message
+    assert "status.declaredFeatures lacks DRANodeAllocatableResources" in message
+
+
 # ---- exit codes and node names through the CLIs -----------------------------------------------
 
 def write_snapshot(tmp_path, pods, *, node=True):
