@@ -11,6 +11,7 @@ pod UID that is not among them is gone from this node.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 
 from kubectl_dra.claims.reservations import is_reserved_for_pod
 from kubectl_dra.document import Finding
@@ -23,6 +24,9 @@ from kubectl_dra.verify.report import ClaimOnNode, NodeSource
 
 Key = tuple[str, str]  # (namespace, name)
 UNREAD = object()  # the API's answer for a claim that could not be read
+# A deleted pod's deletionTimestamp is the end of its grace period; the kubelet then unprepares its claims
+# and the pod goes away within seconds (a real v1.37.2 kubelet: 21 s after a stopped plugin came back)
+UNPREPARE_SLACK = timedelta(seconds=30)
 
 
 @dataclass
@@ -88,9 +92,11 @@ def claim_keys_to_read(pods: list[Pod], state: NodeDRAState) -> list[Key]:
     return sorted(keys)
 
 
-def reconcile(pods: list[Pod], claims: dict[Key, ResourceClaim | None], state: NodeDRAState) -> list[ClaimOnNode]:
+def reconcile(pods: list[Pod], claims: dict[Key, ResourceClaim | None], state: NodeDRAState,
+              now: datetime | None = None) -> list[ClaimOnNode]:
     """``claims``: the API's answer per claim key (None: it does not exist; a key absent: it could
-    not be read)."""
+    not be read). ``now``: when the node was read (without it, nothing is concluded from how long a
+    deleted pod has been terminating)."""
     entries = _Entries()
     by_uid = {pod.uid: pod for pod in pods}
     by_name = {(pod.namespace or "", pod.name): pod for pod in pods}
@@ -107,11 +113,15 @@ def reconcile(pods: list[Pod], claims: dict[Key, ResourceClaim | None], state: N
         for key in wanted:
             entries.say(key, "CheckpointCorrupt", "error",
                         f"the kubelet's DRA checkpoint {state.checkpoint_path} is corrupt ({state.checkpoint_corrupt}): "
-                        "whether this claim is prepared cannot be told, and a kubelet that restarts with this file "
-                        "cannot start its DRA manager. Next: drain the node and remove the file, as the kubelet's "
-                        "own error says")
+                        "whether this claim is prepared cannot be told, and the kubelet does not start again with "
+                        "this file (\"failed to run Kubelet: create ResourceClaim cache: GetOrCreate() on checkpoint "
+                        "state: failed to get checkpoint dra_manager_state: checkpoint is corrupted\"), so the node "
+                        "goes NotReady at its next restart. Without the file it starts with no claim prepared: "
+                        "running pods keep their devices, but a container of theirs that restarts fails "
+                        "(CreateContainerConfigError \"unable to get claim info for ResourceClaim\"). Next: drain "
+                        "the node, remove the file, then restart the kubelet")
     if state.checkpoint is not None:
-        _from_checkpoint(state.checkpoint, state, claims, by_uid, wanted, entries)
+        _from_checkpoint(state.checkpoint, state, claims, by_uid, wanted, entries, now)
     if state.pod_resources is not None:
         _from_pod_resources(state.pod_resources, state, claims, by_name, wanted, entries)
     for key, entry in entries.by_key.items():
@@ -131,9 +141,12 @@ def _cdi_findings(key: Key, device: str, cdi_ids, index: CDIIndex | None, entrie
             continue
         entries.say(key, "CDIDeviceMissing", "error",
                     f"prepared device {device} is injected as CDI device {cdi_id}, which does not resolve: {why}. "
-                    "Starting or restarting a container that uses it fails with CreateContainerError (\"unresolvable "
-                    "CDI devices\"), as after a reboot that emptied /var/run/cdi. Next: restart the driver's kubelet "
-                    "plugin on this node so it writes its specs again, then the pod", cdi_id)
+                    "Starting or restarting a container that uses it fails with CreateContainerError (\"CDI device "
+                    "injection failed: unresolvable CDI devices\"), as after a reboot that emptied /var/run/cdi. The "
+                    "kubelet does not prepare a claim again while its checkpoint holds it, so only a driver that "
+                    "rewrites its specs when it starts brings it back. Next: delete the pods that use the claim so "
+                    "they are created again and it is prepared anew (or restart the driver's kubelet plugin, if it "
+                    "is one that rewrites its specs)", cdi_id)
 
 
 def _reserved_verdict(key: Key, prepared_uid: str, pod: Pod, api, entries: _Entries, source: str) -> None:
@@ -156,7 +169,29 @@ def _reserved_verdict(key: Key, prepared_uid: str, pod: Pod, api, entries: _Entr
                     pod.uid)
 
 
-def _from_checkpoint(checkpoint: DRACheckpoint, state: NodeDRAState, claims, by_uid, wanted, entries: _Entries):
+def _unprepare_blocked(key: Key, claim: PreparedClaim, pod: Pod, now: datetime | None, entries: _Entries) -> None:
+    """A deleted pod whose containers have stopped, well past its grace period, for which the kubelet
+    still holds the claim prepared: NodeUnprepareResources keeps failing (on a real kubelet: pod
+    Terminating in phase Running, \"unprepare dynamic resources: DRA driver X is not registered\")."""
+    deleted = pod.metadata.deletion_timestamp
+    if deleted is None or now is None or now < deleted + UNPREPARE_SLACK:
+        return
+    if any(s.running for s in (*pod.status.container_statuses, *pod.status.init_container_statuses)):
+        return
+    drivers = ", ".join(sorted({d.driver for d in claim.devices} | set(claim.drivers))) or "its driver"
+    label = _pod_label(pod)
+    entries.say(key, "UnprepareBlocked", "error",
+                f"pod {label} was deleted and its containers have stopped, but {int((now - deleted).total_seconds())}s "
+                f"after its grace period ended the kubelet's checkpoint still holds this claim (UID {claim.uid}) "
+                "prepared for it: NodeUnprepareResources has not succeeded, so the pod stays Terminating and the claim "
+                "stays reserved, its devices kept from other pods. The kubelet logs \"unprepare dynamic resources: "
+                f"DRA driver {drivers} is not registered\" while the driver's kubelet plugin is down. Next: start the "
+                f"driver's kubelet plugin on this node (or fix it); the kubelet then unprepares the claim and pod "
+                f"{label} goes away", pod.uid)
+
+
+def _from_checkpoint(checkpoint: DRACheckpoint, state: NodeDRAState, claims, by_uid, wanted, entries: _Entries,
+                     now: datetime | None = None):
     prepared: dict[Key, list[PreparedClaim]] = {}
     for claim in checkpoint.claims:
         key = (claim.namespace, claim.name)
@@ -182,6 +217,7 @@ def _from_checkpoint(checkpoint: DRACheckpoint, state: NodeDRAState, claims, by_
                             "the driver's kubelet plugin is registered", uid)
             else:
                 _reserved_verdict(key, claim.uid, pod, api, entries, "the kubelet's checkpoint")
+                _unprepare_blocked(key, claim, pod, now, entries)
         for device in claim.devices:
             _cdi_findings(key, device.key, device.cdi_ids, state.cdi, entries)
     for key, users in wanted.items():
@@ -195,9 +231,10 @@ def _from_checkpoint(checkpoint: DRACheckpoint, state: NodeDRAState, claims, by_
             entries.say(key, "ReservedNotPrepared", "error",
                         f"pod {_pod_label(pod)} is running and uses this claim, but the kubelet's checkpoint has no "
                         "preparation of it for that pod: its containers may run without the claim's devices, or the "
-                        "kubelet's state was lost (a wiped /var/lib/kubelet). Next: look for NodePrepareResources in "
-                        f"the kubelet's log, then restart pod {_pod_label(pod)} so the kubelet prepares it again",
-                        pod.uid)
+                        "kubelet's state was lost (a wiped /var/lib/kubelet, a removed checkpoint). A container of "
+                        "it that restarts then fails (CreateContainerConfigError \"unable to get claim info for "
+                        "ResourceClaim\"). Next: look for NodePrepareResources in the kubelet's log, then delete pod "
+                        f"{_pod_label(pod)} so it is created again and its claims prepared", pod.uid)
 
 
 def _from_pod_resources(view: PodResourcesView, state: NodeDRAState, claims, by_name, wanted, entries: _Entries):

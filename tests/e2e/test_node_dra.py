@@ -165,6 +165,39 @@ def test_prepared_for_a_pod_that_left_the_node(node):
     assert entry["api"] == "missing" and entry["preparedFor"] == [uid("gone-pod")]
 
 
+def _deleted(p: dict, seconds_ago: int) -> None:
+    """The pod as a real v1.37.2 kubelet leaves it when unprepare fails: deletionTimestamp set (the end
+    of its grace period), phase still Running, every container terminated."""
+    from datetime import datetime, timedelta, timezone
+
+    when = datetime.now(timezone.utc) - timedelta(seconds=seconds_ago)
+    p["metadata"]["deletionTimestamp"] = when.strftime("%Y-%m-%dT%H:%M:%SZ")
+    for status in p["status"]["containerStatuses"]:
+        status["state"] = {"terminated": {"exitCode": 137, "reason": "Error"}}
+        status["ready"] = False
+
+
+def test_deleted_pod_whose_claim_the_kubelet_cannot_unprepare(node):
+    """A pod deleted while the driver's kubelet plugin was down (a real kubelet: Terminating for as long
+    as the plugin is away, "unprepare dynamic resources: DRA driver ... is not registered")."""
+    _deleted(node.trainer, seconds_ago=120)
+    result, doc = node.scan()
+    assert result.exit_code == 1
+    assert findings(doc) == [("gpu-a", "UnprepareBlocked", "error")]
+    message = doc["status"]["claims"][0]["findings"][0]["message"]
+    assert "ml/trainer" in message and "gpu.example.com is not registered" in message and "120s" in message
+
+
+def test_a_pod_within_its_grace_period_or_still_running_is_not_blocked(node):
+    _deleted(node.trainer, seconds_ago=5)  # the kubelet is unpreparing it right now
+    _, doc = node.scan()
+    assert findings(doc) == []
+    _deleted(node.trainer, seconds_ago=600)
+    node.trainer["status"]["containerStatuses"][0]["state"] = {"running": {"startedAt": "2026-11-20T08:01:00Z"}}
+    _, doc = node.scan()  # a container still runs: the kubelet has not started to unprepare
+    assert findings(doc) == []
+
+
 @pytest.mark.parametrize("damage", ["flip", "truncate", "garbage"])
 def test_corrupt_checkpoint_concludes_nothing_else(node, damage):
     node.trainer["status"]["phase"] = "Running"
