@@ -1,9 +1,9 @@
 """A real Kubernetes control plane on 127.0.0.1, for the cluster tier of the tests.
 
-etcd, kube-apiserver (RBAC, a generated service-account signing key, static tokens for an admin
-and for the scheduler and controller manager, audit log) and, when asked, kube-scheduler and
-kube-controller-manager (the node lifecycle controller off: the nodes are objects without
-kubelets). Binaries come from ``scripts/build-control-plane``. The DRA feature gates are read from
+etcd, kube-apiserver (the Node authorizer and RBAC, NodeRestriction, a generated service-account
+signing key, static tokens for an admin, the scheduler, the controller manager and any kubelets,
+audit log) and, when asked, kube-scheduler and kube-controller-manager (the node lifecycle
+controller only when real kubelets report: elsewhere the nodes are objects without kubelets). Binaries come from ``scripts/build-control-plane``. The DRA feature gates are read from
 the apiserver's own ``--help``: every gate this product reads that the binary knows is turned on.
 """
 
@@ -80,6 +80,8 @@ class ControlPlane:
     workdir: Path
     scheduler: bool = False
     controllers: bool = False
+    node_lifecycle: bool = False  # the node lifecycle controller: only where real kubelets report
+    extra_tokens: tuple[tuple[str, str, str, str], ...] = ()  # (token, user, uid, groups): kubelets' identities
     processes: list[Process] = field(default_factory=list)
     url: str = ""
     gates: dict[str, str] = field(default_factory=dict)
@@ -98,7 +100,8 @@ class ControlPlane:
                                 ["--leader-elect=false", "--secure-port=0"])
             if self.controllers:
                 self._component("kube-controller-manager", "system:kube-controller-manager",
-                                ["--leader-elect=false", "--secure-port=0", "--controllers=*,-nodelifecycle",
+                                ["--leader-elect=false", "--secure-port=0",
+                                 "--controllers=*" if self.node_lifecycle else "--controllers=*,-nodelifecycle",
                                  f"--service-account-private-key-file={self.workdir / 'sa.key'}",
                                  "--use-service-account-credentials=true"])
         except BaseException:
@@ -163,7 +166,8 @@ class ControlPlane:
         subprocess.run(["openssl", "genrsa", "-out", str(work / "sa.key"), "2048"], check=True, capture_output=True)
         tokens = [(ADMIN_TOKEN, "kubectl-dra-admin", "admin-uid", "system:masters"),
                   ("kubectl-dra-scheduler-token", "system:kube-scheduler", "scheduler-uid", ""),
-                  ("kubectl-dra-controller-manager-token", "system:kube-controller-manager", "kcm-uid", "")]
+                  ("kubectl-dra-controller-manager-token", "system:kube-controller-manager", "kcm-uid", ""),
+                  *self.extra_tokens]
         (work / "tokens.csv").write_text("".join(f'{t},{u},{i},"{g}"\n' if g else f"{t},{u},{i}\n"
                                                  for t, u, i, g in tokens))
         (work / "audit-policy.yaml").write_text(
@@ -176,7 +180,8 @@ class ControlPlane:
         proc = self._spawn("kube-apiserver", [
             f"--etcd-servers={self.etcd_url}", "--bind-address=127.0.0.1", f"--secure-port={port}",
             f"--cert-dir={work / 'certs'}", f"--token-auth-file={work / 'tokens.csv'}",
-            "--authorization-mode=RBAC", f"--service-account-key-file={work / 'sa.key'}",
+            "--authorization-mode=Node,RBAC", "--enable-admission-plugins=NodeRestriction",
+            f"--service-account-key-file={work / 'sa.key'}",
             f"--service-account-signing-key-file={work / 'sa.key'}",
             "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
             "--service-cluster-ip-range=10.0.0.0/24", "--disable-admission-plugins=ServiceAccount",

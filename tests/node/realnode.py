@@ -1,0 +1,308 @@
+"""A real Kubernetes node in the VM (vm.py), joined to the tests' real control plane.
+
+containerd (with runc and the loopback CNI plugin), the kubelet with a node identity
+(``system:node:<name>`` in ``system:nodes``: the Node authorizer and NodeRestriction apply to it),
+and a DRA kubelet plugin (the upstream e2e test driver) that registers with the kubelet, publishes
+the node's ResourceSlice and prepares claims with CDI specs. The scheduler places every pod; the
+node lifecycle controller lifts the not-ready taint. Settings that the tests vary (cgroup driver,
+CPU manager policy, feature gates, containerd's hugetlb controller) are fields of
+:class:`KubeletSettings` and :class:`ContainerdSettings`; changing them restarts the daemon.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import yaml
+
+from vm import IMAGES, NODE_BIN, VM, GuestError
+
+DRIVER = "node.kubectl-dra.test"
+DRIVER_NAMESPACE = "kube-system"
+KUBELET_ROOT = "/var/lib/kubelet"
+CDI_DIR = "/var/run/cdi"
+GUEST_RUN = "/kdra"  # the run directory as the guest sees it
+TEST_IMAGE = "kubectl-dra.test/busybox:1"
+READY_TIMEOUT = 420.0  # TCG: registration took 48-88 s here with the host idle, much more under load
+
+
+@dataclass(frozen=True)
+class KubeletSettings:
+    cgroup_driver: str = "cgroupfs"
+    cpu_manager_policy: str = "none"
+    reserved_cpus: str = ""  # reservedSystemCPUs: the static policy needs some
+    gates: tuple[tuple[str, bool], ...] = (("DRANodeAllocatableResources", True),)
+    extra: tuple[tuple[str, object], ...] = ()  # more KubeletConfiguration fields, as written
+
+    def with_gate(self, name: str, on: bool) -> "KubeletSettings":
+        return replace(self, gates=(*[(g, v) for g, v in self.gates if g != name], (name, on)))
+
+    def config(self) -> dict:
+        config = {
+            "apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration",
+            "cgroupDriver": self.cgroup_driver,
+            "containerRuntimeEndpoint": "unix:///run/containerd/containerd.sock",
+            "authentication": {"anonymous": {"enabled": False}, "webhook": {"enabled": False}},
+            "authorization": {"mode": "AlwaysAllow"},  # its port is reachable only inside the guest
+            "readOnlyPort": 0, "failSwapOn": False, "resolvConf": "/etc/resolv.conf",
+            "cpuManagerPolicy": self.cpu_manager_policy,
+            "featureGates": dict(self.gates),
+            # a tmpfs root and a small VM: keep eviction from tainting the node under test
+            "evictionHard": {"memory.available": "50Mi", "nodefs.available": "1%", "nodefs.inodesFree": "1%",
+                             "imagefs.available": "1%"},
+            "imageGCHighThresholdPercent": 100, "imageGCLowThresholdPercent": 99,
+            "serializeImagePulls": False, "registerNode": True,
+        }
+        if self.reserved_cpus:
+            config["reservedSystemCPUs"] = self.reserved_cpus
+        config.update(dict(self.extra))
+        return config
+
+
+@dataclass(frozen=True)
+class ContainerdSettings:
+    systemd_cgroup: bool = False
+    hugetlb_controller: bool = False  # containerd's own default: disable_hugetlb_controller = true
+
+    def config(self) -> str:
+        runtime = "plugins.'io.containerd.cri.v1.runtime'"
+        return "\n".join([
+            "version = 3", 'root = "/var/lib/containerd"', 'state = "/run/containerd"', "",
+            "[grpc]", '  address = "/run/containerd/containerd.sock"', "",
+            f"[{runtime}]", f"  disable_hugetlb_controller = {str(not self.hugetlb_controller).lower()}",
+            f"[{runtime}.cni]", f'  bin_dirs = ["{NODE_BIN}"]', '  conf_dir = "/etc/cni/net.d"',
+            f"[{runtime}.containerd.runtimes.runc.options]", f'  BinaryName = "{NODE_BIN / "runc"}"',
+            f"  SystemdCgroup = {str(self.systemd_cgroup).lower()}", ""])
+
+
+LOOPBACK_CNI = {"cniVersion": "1.0.0", "name": "loopback-only", "plugins": [{"type": "loopback"}]}
+
+
+@dataclass
+class RealNode:
+    plane: object  # controlplane.ControlPlane
+    workdir: Path
+    name: str
+    mode: str = "cgroupfs"  # the VM's PID 1 and so the cgroup driver
+    kubelet: KubeletSettings = field(default_factory=KubeletSettings)
+    containerd: ContainerdSettings = field(default_factory=ContainerdSettings)
+    devices: list[dict] = field(default_factory=list)  # resource.k8s.io/v1 Devices the plugin publishes
+    vm: VM | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+
+    KUBELET_TOKEN = "kubectl-dra-kubelet-token"
+
+    @classmethod
+    def token_for(cls, name: str) -> tuple[str, str, str, str]:
+        """The kubelet's identity, for the control plane's token file."""
+        return (f"{cls.KUBELET_TOKEN}-{name}", f"system:node:{name}", f"kubelet-{name}-uid", "system:nodes")
+
+    # -- paths ---------------------------------------------------------------------------------
+
+    @property
+    def host_dir(self) -> Path:
+        return self.workdir / "node"
+
+    def guest(self, name: str) -> str:
+        return f"{GUEST_RUN}/node/{name}"
+
+    # -- boot ----------------------------------------------------------------------------------
+
+    def boot(self) -> "RealNode":
+        began = time.monotonic()
+        self.host_dir.mkdir(parents=True, exist_ok=True)
+        port = int(self.plane.url.rsplit(":", 1)[1])
+        self.vm = VM(self.workdir, name=self.name, apiserver_port=port, mode=self.mode).start()
+        self.timings["vm"] = self.vm.booted_in
+        self._write_identities()
+        self.vm.run("mkdir", "-p", "/etc/cni/net.d", f"{KUBELET_ROOT}/plugins_registry",
+                    f"{KUBELET_ROOT}/plugins/{DRIVER}", CDI_DIR, "/etc/cdi")
+        self.vm.write("/etc/cni/net.d/10-loopback.conflist", json.dumps(LOOPBACK_CNI))
+        self.start_containerd()
+        for image in ("pause.tar", "busybox.tar"):
+            self.ctr("images", "import", "--platform", "linux/amd64", str(IMAGES / image))
+        self.timings["containerd"] = time.monotonic() - began
+        self.start_kubelet()
+        self.wait_ready()
+        self.timings["ready"] = time.monotonic() - began
+        self.start_plugin()
+        self.wait_slices()
+        self.timings["slices"] = time.monotonic() - began
+        return self
+
+    def _write_identities(self) -> None:
+        """Kubeconfigs as the guest reads them: the API server at 10.0.2.100:443 (qemu's forward to
+        127.0.0.1), its serving certificate as CA, checked for the name the certificate carries."""
+        (self.host_dir / "ca.crt").write_bytes(self.plane.ca_file.read_bytes())
+        self._kubeconfig("kubelet", f"system:node:{self.name}", self.token_for(self.name)[0])
+        self.plane.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(driver_rbac()))
+        self._kubeconfig("driver", f"{DRIVER_NAMESPACE}:dra-driver",
+                         self.plane.service_account_token(DRIVER_NAMESPACE, "dra-driver"))
+        (self.host_dir / "devices.json").write_text(json.dumps(self.devices))
+
+    def _kubeconfig(self, name: str, user: str, token: str) -> str:
+        config = {"apiVersion": "v1", "kind": "Config", "current-context": "node",
+                  "clusters": [{"name": "node", "cluster": {"server": "https://10.0.2.100:443",
+                                                            "certificate-authority": self.guest("ca.crt"),
+                                                            "tls-server-name": "kubernetes.default.svc"}}],
+                  "users": [{"name": user, "user": {"token": token}}],
+                  "contexts": [{"name": "node", "context": {"cluster": "node", "user": user}}]}
+        (self.host_dir / f"{name}.kubeconfig").write_text(yaml.safe_dump(config, sort_keys=False))
+        return self.guest(f"{name}.kubeconfig")
+
+    def write_agent_kubeconfig(self, namespace: str = "kubectl-dra-system", account: str = "dra-node-agent") -> str:
+        """The agent's own identity (its ServiceAccount from manifests/, a bound token)."""
+        return self._kubeconfig("agent", f"{namespace}:{account}", self.plane.service_account_token(namespace, account))
+
+    def stop(self) -> None:
+        if self.vm is not None:
+            self.vm.stop()
+
+    # -- daemons -------------------------------------------------------------------------------
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {"PATH": f"{NODE_BIN}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
+
+    def start_containerd(self, settings: ContainerdSettings | None = None) -> None:
+        self.containerd = settings or self.containerd
+        (self.host_dir / "containerd.toml").write_text(self.containerd.config())
+        self.vm.spawn("containerd", [str(NODE_BIN / "containerd"), "--config", self.guest("containerd.toml")],
+                      env=self.env)
+        self._until(lambda: self.ctr("version", check=False)["rc"] == 0, 120, "containerd's socket")
+
+    def stop_containerd(self) -> None:
+        self.vm.stop_daemon("containerd")
+
+    def ctr(self, *args: str, check: bool = True) -> dict:
+        return self.vm.run(str(NODE_BIN / "ctr"), "--address", "/run/containerd/containerd.sock", "-n", "k8s.io", *args,
+                           check=check, env=self.env, timeout=300)
+
+    def start_kubelet(self, settings: KubeletSettings | None = None) -> None:
+        self.kubelet = settings or self.kubelet
+        (self.host_dir / "kubelet.yaml").write_text(yaml.safe_dump(self.kubelet.config(), sort_keys=False))
+        self.vm.spawn("kubelet", [str(NODE_BIN / "kubelet"), f"--config={self.guest('kubelet.yaml')}",
+                                  f"--kubeconfig={self.guest('kubelet.kubeconfig')}", f"--hostname-override={self.name}",
+                                  "--node-ip=10.0.2.15", "--v=2"], env=self.env)
+
+    def stop_kubelet(self) -> None:
+        self.vm.stop_daemon("kubelet")
+
+    def restart_kubelet(self, settings: KubeletSettings | None = None, *, forget_cpu_state: bool = False) -> None:
+        """Stop, optionally drop cpu_manager_state (a policy change requires it), start, wait Ready."""
+        self.stop_kubelet()
+        if forget_cpu_state:
+            self.vm.run("rm", "-f", f"{KUBELET_ROOT}/cpu_manager_state")
+        self.start_kubelet(settings)
+        self.wait_ready()
+
+    def start_plugin(self) -> None:
+        self.vm.spawn("dra-plugin", [str(NODE_BIN / "dra-plugin"), f"--kubeconfig={self.guest('driver.kubeconfig')}",
+                                     f"--node-name={self.name}", f"--driver-name={DRIVER}", f"--cdi-dir={CDI_DIR}",
+                                     f"--devices={self.guest('devices.json')}", "--v=3"], env=self.env)
+
+    def stop_plugin(self) -> None:
+        self.vm.stop_daemon("dra-plugin")
+
+    # -- waiting ---------------------------------------------------------------------------------
+
+    def _until(self, check, timeout: float, what: str, interval: float = 2.0):
+        deadline = time.monotonic() + timeout
+        last = None
+        while time.monotonic() < deadline:
+            try:
+                last = check()
+            except (GuestError, OSError, RuntimeError) as exc:
+                last = exc
+            if last and not isinstance(last, Exception):
+                return last
+            time.sleep(interval)
+        raise TimeoutError(f"{what}: not after {timeout:.0f}s (last: {last!r})\n{self.vm.tail()}")
+
+    def node_object(self) -> dict | None:
+        result = self.plane.kubectl("get", "node", self.name, "-o", "json", check=False)
+        return json.loads(result.stdout) if result.returncode == 0 else None
+
+    def wait_ready(self, timeout: float = READY_TIMEOUT) -> dict:
+        def ready():
+            node = self.node_object()
+            if node is None:
+                return None
+            conditions = {c["type"]: c["status"] for c in node["status"].get("conditions", [])}
+            taints = [t["key"] for t in node["spec"].get("taints", [])]
+            return node if conditions.get("Ready") == "True" and not taints else None
+
+        return self._until(ready, timeout, f"node {self.name} Ready without taints", interval=3)
+
+    def wait_slices(self, timeout: float = 180.0) -> list[dict]:
+        def published():
+            result = self.plane.kubectl("get", "resourceslices", "-o", "json",
+                                        f"--field-selector=spec.nodeName={self.name}")
+            items = [s for s in json.loads(result.stdout)["items"] if s["spec"]["driver"] == DRIVER]
+            return items if items and len(items[0]["spec"].get("devices", [])) == len(self.devices) else None
+
+        return self._until(published, timeout, f"{DRIVER}'s ResourceSlice for {self.name}")
+
+    def apply(self, objects: list[dict]) -> None:
+        self.plane.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(objects))
+
+    def wait_pods(self, namespace: str, names: list[str], timeout: float = 600.0,
+                  phase: str = "Running") -> dict[str, dict]:
+        """Each pod in ``phase`` with every container started (``Running`` also needs Ready)."""
+        def settled():
+            items = json.loads(self.plane.kubectl("get", "pods", "-n", namespace, "-o", "json").stdout)["items"]
+            pods = {p["metadata"]["name"]: p for p in items if p["metadata"]["name"] in names}
+            if len(pods) < len(names):
+                return None
+            for pod in pods.values():
+                if pod["status"].get("phase") != phase:
+                    return None
+                if phase == "Running" and not all(s.get("ready") for s in pod["status"].get("containerStatuses", [])):
+                    return None
+            return pods
+
+        return self._until(settled, timeout, f"pods {names} {phase} in {namespace}", interval=3)
+
+    # -- inside the node ---------------------------------------------------------------------------
+
+    def cgroup_files(self, path: str, files: list[str]) -> dict[str, str | None]:
+        base = f"/sys/fs/cgroup/{path.strip('/')}"
+        contents = self.vm.read(*[f"{base}/{name}" for name in files])
+        return {name: (None if contents[f"{base}/{name}"] is None else contents[f"{base}/{name}"].strip())
+                for name in files}
+
+    def agent(self, *args: str, timeout: float = 600.0) -> dict:
+        """``dra-node-agent ARGS`` inside the guest, as an SRE on a node shell runs it."""
+        from vm import ROOT
+
+        return self.vm.run(str(ROOT / ".venv" / "bin" / "dra-node-agent"), *args, timeout=timeout, check=False,
+                           env={"PYTHONDONTWRITEBYTECODE": "1"})
+
+    def shell(self, script: str, timeout: float = 120.0, check: bool = True) -> dict:
+        return self.vm.run("bash", "-c", script, timeout=timeout, check=check, env=self.env)
+
+
+def driver_rbac() -> list[dict]:
+    """What the DRA driver may do, as a driver's DaemonSet would have: publish its node's
+    ResourceSlices, read the claims it prepares, read Nodes (the slice's owner)."""
+    labels = {"app.kubernetes.io/part-of": "kubectl-dra-node-tier"}
+    return [
+        {"apiVersion": "v1", "kind": "ServiceAccount",
+         "metadata": {"name": "dra-driver", "namespace": DRIVER_NAMESPACE, "labels": labels}},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+         "metadata": {"name": "node-tier:dra-driver", "labels": labels},
+         "rules": [{"apiGroups": ["resource.k8s.io"], "resources": ["resourceslices"],
+                    "verbs": ["get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"]},
+                   {"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims"], "verbs": ["get", "list", "watch"]},
+                   {"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims/status"],
+                    "verbs": ["update", "patch"]},
+                   {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]}]},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+         "metadata": {"name": "node-tier:dra-driver", "labels": labels},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "node-tier:dra-driver"},
+         "subjects": [{"kind": "ServiceAccount", "name": "dra-driver", "namespace": DRIVER_NAMESPACE}]},
+    ]
+
