@@ -28,31 +28,15 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent / "cluster")]
 
 from controlplane import BIN, ControlPlane, binaries_present  # noqa: E402
-from realnode import ContainerdSettings, KubeletSettings, RealNode  # noqa: E402
+from boots import AGENT_NAMESPACE, CGROUPFS, CGROUPFS_KUBELET, SYSTEMD, SYSTEMD_KUBELET  # noqa: E402
+from realnode import ContainerdSettings, RealNode  # noqa: E402
 from vm import NODE as NODE_CACHE, node_binaries_present  # noqa: E402
 
 import matrix  # noqa: E402
 
 REQUIRED = os.environ.get("KUBECTL_DRA_REQUIRE_NODE") == "1"
-CGROUPFS, SYSTEMD = "kdra-cgroupfs", "kdra-systemd"
-AGENT_NAMESPACE = "kubectl-dra-system"
 # the order the tier runs in: everything on the cgroupfs boot, its faults last, then the systemd boot
-ORDER = ("test_prediction", "test_agent", "test_node_state", "test_faults", "test_systemd_node")
-
-CGROUPFS_KUBELET = KubeletSettings(
-    cgroup_driver="cgroupfs", cpu_manager_policy="static", reserved_cpus="0",
-    gates=(("DRANodeAllocatableResources", True), ("MemoryQoS", True)),
-    extra=(("memoryReservationPolicy", "TieredReservation"), ("memoryThrottlingFactor", 0.9)))
-# what `kubectl dra` and the agent need to be told about that kubelet (the rest they find out)
-CGROUPFS_FLAGS = ("--cgroup-driver", "cgroupfs", "--cpu-manager-policy", "static", "--memory-qos", "tiered",
-                  "--memory-throttling-factor", "0.9")
-# the agent reads the driver from the tree and the policy from cpu_manager_state; Memory QoS it is told
-CGROUPFS_AGENT_FLAGS = CGROUPFS_FLAGS[4:]
-SYSTEMD_KUBELET = KubeletSettings(cgroup_driver="systemd",
-                                  gates=(("DRANodeAllocatableResources", True), ("MemoryQoS", True)))
-SYSTEMD_FLAGS = ("--cgroup-driver", "systemd", "--runtime-hugetlb", "on", "--memory-qos", "none")
-SYSTEMD_AGENT_FLAGS = SYSTEMD_FLAGS[4:]  # the agent finds the driver and containerd's setting in the tree
-
+ORDER = ("test_node_prediction", "test_node_agent", "test_node_state", "test_node_faults", "test_node_systemd")
 
 def pytest_collection_modifyitems(config, items):
     ours = [i for i in items if "tests/node/" in str(i.fspath).replace(os.sep, "/")]

@@ -7,7 +7,7 @@ node; each predicted file is what the node wrote, and the agent on it says Match
 from __future__ import annotations
 
 import pytest
-from conftest import SYSTEMD_AGENT_FLAGS, SYSTEMD_FLAGS
+from boots import SYSTEMD_AGENT_FLAGS, SYSTEMD_FLAGS
 from nodecheck import claim_findings, divergences, prediction_against_the_node, running_cgroups, explain, scan, verdicts
 
 import matrix

@@ -12,7 +12,7 @@ import json
 import time
 from datetime import datetime, timezone
 
-from conftest import CGROUPFS_AGENT_FLAGS, CGROUPFS_FLAGS
+from boots import CGROUPFS_AGENT_FLAGS, CGROUPFS_FLAGS
 from nodecheck import claim_findings, divergences, explain, kernel_reads, scan, verdicts
 from realnode import CDI_DIR, DRIVER, KUBELET_ROOT
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import CGROUPFS_AGENT_FLAGS
+from boots import CGROUPFS_AGENT_FLAGS
 from nodecheck import claim_findings, divergences, scan, verdicts
 
 import matrix

@@ -12,7 +12,7 @@ DRA amount that neither side added would still "match").
 from __future__ import annotations
 
 import pytest
-from conftest import CGROUPFS_FLAGS
+from boots import CGROUPFS_FLAGS
 from nodecheck import explain, prediction_against_the_node
 
 import matrix
