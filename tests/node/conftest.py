@@ -55,18 +55,20 @@ def pytest_collection_modifyitems(config, items):
         items[position] = item
 
 
+BOOTED: dict[str, "Booted"] = {}  # every boot of this run (also for the terminal summary)
+
+
 class Nodes:
     """At most one node VM at a time; asking for the other boot stops the first."""
 
     def __init__(self, plane: ControlPlane, workdir: Path):
         self.plane, self.workdir = plane, workdir
         self.current: RealNode | None = None
-        self.booted: dict[str, "Booted"] = {}
 
     def boot(self, name: str, make) -> "Booted":
-        if name in self.booted and self.current is self.booted[name].node:
-            return self.booted[name]
-        if name in self.booted:
+        if name in BOOTED and self.current is BOOTED[name].node:
+            return BOOTED[name]
+        if name in BOOTED:
             pytest.fail(f"node {name} was already booted and stopped in this run; the tier's order is {ORDER}")
         self.stop()
         node = make()
@@ -76,8 +78,8 @@ class Nodes:
         except BaseException:
             self.stop()
             raise
-        self.booted[name] = Booted(node)
-        return self.booted[name]
+        BOOTED[name] = Booted(node)
+        return BOOTED[name]
 
     def stop(self) -> None:
         """Stop the VM and forget its node: its Node object, and the matrix's pods and claims, which
@@ -106,6 +108,17 @@ class Booted:
 
     def refresh(self) -> None:
         self.pods = self.node.wait_pods(matrix.NAMESPACE, [p["metadata"]["name"] for p in matrix.pods()])
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Each boot's timings (seconds from qemu's start): VM up, containerd with the images, the Node
+    Ready, the plugin's slice published, then the matrix's pods Running."""
+    for name, booted in BOOTED.items():
+        t = booted.node.timings
+        terminalreporter.write_line(
+            f"node tier {name}: guest up {t.get('vm', 0):.0f}s, containerd {t.get('containerd', 0):.0f}s, "
+            f"Ready {t.get('ready', 0):.0f}s, slice {t.get('slices', 0):.0f}s; {len(matrix.pods())} pods Running "
+            f"{t.get('matrix', 0):.0f}s later")
 
 
 @pytest.fixture(scope="session")
