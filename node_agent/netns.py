@@ -77,7 +77,9 @@ def check_network(report: NodeEnforcementReport, inventory: Inventory, source, f
     extra = source.read([ReadRequest(ResourceClaim), ReadRequest(ResourceSlice)])
     inventory.extend(extra.all(ResourceClaim))
     inventory.extend(extra.all(ResourceSlice))
-    host = host_interfaces if host_interfaces is not None else interfaces()
+    # the host's namespace is PID 1's: the agent's own is its pod's (the overlay shares the host's PIDs,
+    # not its network), so reading its own links would never see a device left on the host
+    host = host_interfaces if host_interfaces is not None else interfaces(os.path.join(proc_root, "1", "ns", "net"))
     pods = {p.uid: p for p in inventory.all(Pod)}
     for verdict in report.status.pods:
         pod = pods.get(verdict.uid)

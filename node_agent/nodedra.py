@@ -115,9 +115,14 @@ def read_pod_resources(socket_path: str | None, state: NodeDRAState, timeout: fl
         state.sources.append(NodeSource(name="podResources", path=socket_path, state="unreadable",
                                         message="not a unix socket"))
         return
-    import grpc
+    try:
+        import grpc
 
-    from node_agent.podresources import list_pod_resources
+        from node_agent.podresources import list_pod_resources
+    except ImportError as exc:  # a gRPC build this system cannot load (e.g. no libstdc++): say so, read the rest
+        state.sources.append(NodeSource(name="podResources", path=socket_path, state="unreadable",
+                                        message=f"the gRPC client cannot be loaded here: {exc}"))
+        return
 
     try:
         state.pod_resources = list_pod_resources(socket_path, timeout or POD_RESOURCES_TIMEOUT)

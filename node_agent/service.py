@@ -9,6 +9,7 @@ from __future__ import annotations
 import signal
 import socket
 import threading
+import traceback
 import time
 from dataclasses import dataclass, field
 
@@ -279,6 +280,17 @@ class Agent:
             except DRAError as exc:
                 self.metrics.errors.labels(self.config.node, "scan").inc()
                 self.env.error(f"scan failed (keeping the last report): {exc}")
+                wait = backoff
+                backoff = min(backoff * 2, MAX_BACKOFF)
+            except Exception as exc:  # noqa: BLE001 - a bug must not crash-loop the DaemonSet and lose the report
+                self.metrics.errors.labels(self.config.node, "internal").inc()
+                said = f"internal: {type(exc).__name__}: {exc}"
+                if said not in self.said:  # the whole traceback once, then one line per scan
+                    self.said.add(said)
+                    self.env.error("scan failed unexpectedly (this is a bug; keeping the last report):\n"
+                                   + "".join(traceback.format_exception(exc)).rstrip())
+                else:
+                    self.env.error(f"scan failed unexpectedly (keeping the last report): {said}")
                 wait = backoff
                 backoff = min(backoff * 2, MAX_BACKOFF)
             self.trigger.wait(wait)

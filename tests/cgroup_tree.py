@@ -51,8 +51,7 @@ def build_tree(root: Path, pods: list[Pod], options: NodeOptions, *, hugepage_kb
                 files.update({name: "max" for name in files if name.startswith("hugetlb.")})
             if cpusets:
                 files["cpuset.cpus"] = prediction.exclusive_cpus.get(container.name, "")
-            _write(path, files)
-            (path / "cgroup.procs").write_text("")
+            _write(path, files)  # no cgroup.procs: these trees say nothing of which processes run
             dirs[(pod.name, container.name)] = path
     return dirs
 

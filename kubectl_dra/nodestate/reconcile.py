@@ -93,10 +93,11 @@ def claim_keys_to_read(pods: list[Pod], state: NodeDRAState) -> list[Key]:
 
 
 def reconcile(pods: list[Pod], claims: dict[Key, ResourceClaim | None], state: NodeDRAState,
-              now: datetime | None = None) -> list[ClaimOnNode]:
+              now: datetime | None = None, sandboxes: set[str] | None = None) -> list[ClaimOnNode]:
     """``claims``: the API's answer per claim key (None: it does not exist; a key absent: it could
     not be read). ``now``: when the node was read (without it, nothing is concluded from how long a
-    deleted pod has been terminating)."""
+    deleted pod has been terminating). ``sandboxes``: UIDs of the pods whose sandbox runs on the
+    node (a process in the pod's cgroup); None when that was not looked at."""
     entries = _Entries()
     by_uid = {pod.uid: pod for pod in pods}
     by_name = {(pod.namespace or "", pod.name): pod for pod in pods}
@@ -121,9 +122,9 @@ def reconcile(pods: list[Pod], claims: dict[Key, ResourceClaim | None], state: N
                         "(CreateContainerConfigError \"unable to get claim info for ResourceClaim\"). Next: drain "
                         "the node, remove the file, then restart the kubelet")
     if state.checkpoint is not None:
-        _from_checkpoint(state.checkpoint, state, claims, by_uid, wanted, entries, now)
+        _from_checkpoint(state.checkpoint, state, claims, by_uid, wanted, entries, now, sandboxes)
     if state.pod_resources is not None:
-        _from_pod_resources(state.pod_resources, state, claims, by_name, wanted, entries)
+        _from_pod_resources(state.pod_resources, state, claims, by_name, wanted, entries, sandboxes)
     for key, entry in entries.by_key.items():
         api = claims.get(key, UNREAD)
         if entry.uid == "" and isinstance(api, ResourceClaim):
@@ -132,21 +133,36 @@ def reconcile(pods: list[Pod], claims: dict[Key, ResourceClaim | None], state: N
     return [entries.by_key[k] for k in sorted(entries.by_key)]
 
 
-def _cdi_findings(key: Key, device: str, cdi_ids, index: CDIIndex | None, entries: _Entries) -> None:
+def _cdi_findings(key: Key, device: str, cdi_ids, index: CDIIndex | None, entries: _Entries,
+                  live: bool | None = None) -> None:
+    """``live``: whether a pod holding the claim has a running sandbox on the node (None: not known,
+    taken as yes). The kubelet calls NodePrepareResources only when it creates a pod's sandbox, and
+    only for a claim it has not prepared in its current run (pkg/kubelet/kuberuntime SyncPod,
+    cm/dra claiminfo ``prepared``, v1.37.2): a spec missing under a running sandbox stays missing, one
+    missing while no sandbox runs (a reboot emptied /var/run/cdi) is rewritten as the kubelet starts
+    the pods again, as seen on a real node."""
     if index is None:
         return
     for cdi_id in cdi_ids:
         why = index.why_unresolved(cdi_id)
         if why is None:
             continue
+        if live is False:
+            entries.say(key, "CDIDeviceMissing", "info",
+                        f"prepared device {device} is injected as CDI device {cdi_id}, which does not resolve: {why}. "
+                        "No pod of this claim has a running sandbox on this node, as while the kubelet starts pods "
+                        "again after a reboot emptied /var/run/cdi: when it creates the sandbox after its own restart "
+                        "it calls NodePrepareResources, and the driver writes the spec again. Only if the kubelet "
+                        "kept running (it prepares a claim once per run) does the pod's start fail with "
+                        "\"CDI device injection failed: unresolvable CDI devices\"; then delete the pod", cdi_id)
+            continue
         entries.say(key, "CDIDeviceMissing", "error",
                     f"prepared device {device} is injected as CDI device {cdi_id}, which does not resolve: {why}. "
-                    "Starting or restarting a container that uses it fails with CreateContainerError (\"CDI device "
-                    "injection failed: unresolvable CDI devices\"), as after a reboot that emptied /var/run/cdi. The "
-                    "kubelet does not prepare a claim again while its checkpoint holds it, so only a driver that "
-                    "rewrites its specs when it starts brings it back. Next: delete the pods that use the claim so "
-                    "they are created again and it is prepared anew (or restart the driver's kubelet plugin, if it "
-                    "is one that rewrites its specs)", cdi_id)
+                    "A pod of this claim runs here, and the kubelet prepares a claim only when it creates a pod's "
+                    "sandbox, once per run of its own: starting or restarting a container that uses it fails with "
+                    "CreateContainerError (\"CDI device injection failed: unresolvable CDI devices\"). Next: delete "
+                    "the pods that use the claim so they are created again and it is prepared anew (or restart the "
+                    "driver's kubelet plugin, if it is one that rewrites its specs when it starts)", cdi_id)
 
 
 def _reserved_verdict(key: Key, prepared_uid: str, pod: Pod, api, entries: _Entries, source: str) -> None:
@@ -190,8 +206,12 @@ def _unprepare_blocked(key: Key, claim: PreparedClaim, pod: Pod, now: datetime |
                 f"{label} goes away", pod.uid)
 
 
+def _live(uids, sandboxes: set[str] | None) -> bool | None:
+    return None if sandboxes is None else bool(set(uids) & sandboxes)
+
+
 def _from_checkpoint(checkpoint: DRACheckpoint, state: NodeDRAState, claims, by_uid, wanted, entries: _Entries,
-                     now: datetime | None = None):
+                     now: datetime | None = None, sandboxes: set[str] | None = None):
     prepared: dict[Key, list[PreparedClaim]] = {}
     for claim in checkpoint.claims:
         key = (claim.namespace, claim.name)
@@ -218,8 +238,9 @@ def _from_checkpoint(checkpoint: DRACheckpoint, state: NodeDRAState, claims, by_
             else:
                 _reserved_verdict(key, claim.uid, pod, api, entries, "the kubelet's checkpoint")
                 _unprepare_blocked(key, claim, pod, now, entries)
+        live = _live({*claim.pod_uids, *(p.uid for p in wanted.get(key, ()))}, sandboxes)
         for device in claim.devices:
-            _cdi_findings(key, device.key, device.cdi_ids, state.cdi, entries)
+            _cdi_findings(key, device.key, device.cdi_ids, state.cdi, entries, live)
     for key, users in wanted.items():
         api = claims.get(key, UNREAD)
         uid = api.uid if isinstance(api, ResourceClaim) else None
@@ -237,7 +258,8 @@ def _from_checkpoint(checkpoint: DRACheckpoint, state: NodeDRAState, claims, by_
                         f"{_pod_label(pod)} so it is created again and its claims prepared", pod.uid)
 
 
-def _from_pod_resources(view: PodResourcesView, state: NodeDRAState, claims, by_name, wanted, entries: _Entries):
+def _from_pod_resources(view: PodResourcesView, state: NodeDRAState, claims, by_name, wanted, entries: _Entries,
+                        sandboxes: set[str] | None = None):
     held: dict[tuple[str, str, str, str], set[str]] = {}  # (pod ns, pod name, claim ns, claim name) -> containers
     for row in view.rows:
         key = (row.claim_namespace, row.claim_name)
@@ -252,7 +274,8 @@ def _from_pod_resources(view: PodResourcesView, state: NodeDRAState, claims, by_
         if pod is not None:
             entry.prepared_for = sorted({*entry.prepared_for, _pod_label(pod)})
             _reserved_verdict(key, "", pod, claims.get(key, UNREAD), entries, "the kubelet's PodResources API")
-        _cdi_findings(key, row.device_key, row.cdi_ids, state.cdi, entries)
+        holders = {*(p.uid for p in wanted.get(key, ())), *((pod.uid,) if pod is not None else ())}
+        _cdi_findings(key, row.device_key, row.cdi_ids, state.cdi, entries, _live(holders, sandboxes))
     if state.checkpoint is not None or state.checkpoint_corrupt is not None or not view.reports_dynamic_resources:
         return  # the checkpoint is the better witness; or this kubelet reports no claims at all
     for key, users in wanted.items():

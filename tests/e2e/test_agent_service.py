@@ -62,3 +62,41 @@ def test_service_loop_recovers_after_outage(agent):
     thread.join(timeout=5)
     assert agent.report is not None and agent.report.status.summary.diverged == 1
     assert server.get("nodeenforcementreports", NODE) is not None
+
+
+def test_an_unexpected_error_in_a_scan_neither_stops_the_loop_nor_loses_the_report(agent, monkeypatch):
+    """A bug in one scan (here a library that cannot load, as grpcio without libstdc++ did in the
+    first image) must not crash-loop the DaemonSet: the loop logs it (the traceback once), counts it,
+    keeps the last report and recovers when the cause goes."""
+    import threading
+    import time
+
+    import node_agent.service as service
+    from kubectl_dra.env import Environment
+    import io
+
+    agent, server = agent
+    agent.scan_once()
+    last = agent.report
+    stderr = io.StringIO()
+    agent.env = Environment(out=io.StringIO(), err=stderr)
+    real = service.scan
+    monkeypatch.setattr(service, "scan", lambda *a, **k: (_ for _ in ()).throw(ImportError("libstdc++.so.6: nope")))
+    monkeypatch.setattr(service, "MAX_BACKOFF", 0.05)
+    thread = threading.Thread(target=agent.loop, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while stderr.getvalue().count("scan failed unexpectedly") < 3 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert agent.report is last and agent.healthy() and thread.is_alive()
+    text = stderr.getvalue()
+    assert text.count("Traceback") == 1 and "this is a bug" in text and "libstdc++.so.6: nope" in text
+    assert agent.metrics.errors.labels(NODE, "internal")._value.get() >= 3
+    monkeypatch.setattr(service, "scan", real)
+    deadline = time.monotonic() + 10
+    while agent.report is last and time.monotonic() < deadline:
+        time.sleep(0.05)
+    agent.stop.set()
+    agent.trigger.set()
+    thread.join(timeout=5)
+    assert agent.report is not last and agent.report.status.summary.diverged == 1

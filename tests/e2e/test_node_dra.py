@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 from pathlib import Path
 
@@ -54,6 +55,9 @@ class Node:
         self.states = [claim_state(self.gpu_a, [self.trainer["metadata"]["uid"]]),
                        claim_state(self.team, [self.worker_a["metadata"]["uid"]])]
         write_cdi_spec(self.cdi[1], "gpu.example.com-gpu.json", "example.com/gpu", ["gpu-0", "gpu-1", "gpu-2"])
+        # pod name -> what its containers' cgroup.procs hold ("" none; absent: no file, as the tree
+        # builder leaves it), or None: the pod's cgroup does not exist (a node just rebooted)
+        self.processes: dict[str, str | None] = {}
 
     def write(self) -> list[str]:
         snap = self.tmp / "snap"
@@ -62,7 +66,15 @@ class Node:
         (snap / "objects.yaml").write_text(yaml.safe_dump_all([node, *self.pods, *self.claims]))
         write_checkpoint(self.kubelet, self.states)
         sys_root = self.tmp / "sys"
-        build_tree(sys_root, [parse_object(p) for p in self.pods], NodeOptions())
+        dirs = build_tree(sys_root, [parse_object(p) for p in self.pods], NodeOptions())
+        for name, procs in self.processes.items():
+            if procs is None:
+                shutil.rmtree(dirs[(name, None)])
+                continue
+            (dirs[(name, None)] / "cgroup.procs").write_text("")  # a pod cgroup holds none itself
+            for (pod_name, container), directory in dirs.items():
+                if pod_name == name and container is not None:
+                    (directory / "cgroup.procs").write_text(procs)
         return ["scan", "--once", "--snapshot", str(snap), "--node", NODE, "--cgroup-root", str(sys_root / "fs" / "cgroup"),
                 "--kubelet-root", str(self.kubelet), "--cdi-dir", str(self.cdi[0]), "--cdi-dir", str(self.cdi[1])]
 
@@ -101,14 +113,39 @@ def test_a_correct_node_has_no_finding_and_shows_what_the_kubelet_holds(node):
     assert doc["status"]["summary"]["claims"] == 2 and doc["status"]["summary"]["claimFindings"] == 0
 
 
-def test_reboot_emptied_var_run_cdi(node):
+def test_a_spec_deleted_under_running_pods(node):
+    """The pods' sandboxes run (a process in their cgroups, or cgroup.procs unread): the kubelet will
+    not prepare the claims again, so the next container start fails."""
     (node.cdi[1] / "gpu.example.com-gpu.json").unlink()
+    node.processes = {"trainer": "4242\n"}  # worker-a: no cgroup.procs read, taken as running
     result, doc = node.scan()
     assert result.exit_code == 1
     assert findings(doc) == [("gpu-a", "CDIDeviceMissing", "error"), ("team-gpus", "CDIDeviceMissing", "error"),
                              ("team-gpus", "CDIDeviceMissing", "error")]
     message = doc["status"]["claims"][0]["findings"][0]["message"]
     assert "example.com/gpu=gpu-0" in message and "CreateContainerError" in message
+
+
+def test_a_spec_missing_while_no_sandbox_runs_as_after_a_reboot(node):
+    """A reboot empties /var/run/cdi and every pod's cgroup; the kubelet prepares each claim again when
+    it creates the sandbox after its own restart and the driver writes the spec then (a real v1.37.2
+    kubelet and the e2e test driver, tests/node/test_node_daemonset.py::test_the_node_rebooted). Until
+    then the missing spec is info, not an error: no exit 1, no Event. A pod cgroup that exists with
+    every cgroup.procs empty (a sandbox being torn down or not started yet) is the same."""
+    (node.cdi[1] / "gpu.example.com-gpu.json").unlink()
+    node.processes = {"trainer": "", "worker-a": ""}
+    result, doc = node.scan()
+    assert result.exit_code == 0, result.output
+    assert findings(doc) == [("gpu-a", "CDIDeviceMissing", "info"), ("team-gpus", "CDIDeviceMissing", "info"),
+                             ("team-gpus", "CDIDeviceMissing", "info")]
+    message = doc["status"]["claims"][0]["findings"][0]["message"]
+    assert "No pod of this claim has a running sandbox" in message and "NodePrepareResources" in message
+    node.processes = {"trainer": None, "worker-a": "77\n"}  # worker-a's sandbox is back, its spec is not
+    # (trainer's cgroup is gone: that pod is Unknown, CgroupMissing, whatever its claim says)
+    result, doc = node.scan()
+    assert result.exit_code != 0
+    assert findings(doc) == [("gpu-a", "CDIDeviceMissing", "info"), ("team-gpus", "CDIDeviceMissing", "error"),
+                             ("team-gpus", "CDIDeviceMissing", "error")]
 
 
 def test_a_spec_in_etc_cdi_resolves_too_and_a_same_directory_duplicate_does_not(node):
@@ -461,3 +498,19 @@ def test_the_socket_answers_through_a_read_only_bind_mount(short_tmp):
             (ro / "probe").write_text("x")
     finally:
         subprocess.run(["umount", str(ro)], capture_output=True)
+
+
+def test_a_grpc_client_that_cannot_load_leaves_the_socket_unreadable_and_the_rest_read(node, monkeypatch):
+    """The first image lacked libstdc++, so importing grpc failed inside the scan and crash-looped the
+    agent on the real node. Now that source is unreadable with the loader's words, the checkpoint
+    and CDI specs are still read and compared, and nothing is concluded from the socket."""
+    import sys
+
+    with serve(node, [trainer_row(node)]) as server:
+        monkeypatch.setitem(sys.modules, "grpc", None)  # import grpc raises ImportError
+        result, doc = node.scan()
+    assert server.lister.calls == 0
+    assert result.exit_code == 0 and findings(doc) == []
+    state = source(doc, "podResources")
+    assert state["state"] == "unreadable" and "gRPC client cannot be loaded" in state["message"]
+    assert source(doc, "draCheckpoint")["state"] == "read" and source(doc, "cdi")["state"] == "read"
