@@ -82,6 +82,10 @@ class ControlPlane:
     controllers: bool = False
     node_lifecycle: bool = False  # the node lifecycle controller: only where real kubelets report
     extra_tokens: tuple[tuple[str, str, str, str], ...] = ()  # (token, user, uid, groups): kubelets' identities
+    # Pods that run (the node tier): the ServiceAccount admission plugin mounts their tokens, and the
+    # controller manager publishes kube-root-ca.crt, so in-cluster clients work as on a real cluster
+    service_accounts: bool = False
+    service_cidr: str = "10.0.0.0/24"  # the first address is the kubernetes Service's ClusterIP
     processes: list[Process] = field(default_factory=list)
     url: str = ""
     gates: dict[str, str] = field(default_factory=dict)
@@ -103,6 +107,7 @@ class ControlPlane:
                                 ["--leader-elect=false", "--secure-port=0",
                                  "--controllers=*" if self.node_lifecycle else "--controllers=*,-nodelifecycle",
                                  f"--service-account-private-key-file={self.workdir / 'sa.key'}",
+                                 *((f"--root-ca-file={self.ca_file}",) if self.service_accounts else ()),
                                  "--use-service-account-credentials=true"])
         except BaseException:
             self.stop()
@@ -123,9 +128,28 @@ class ControlPlane:
                     proc.popen.wait(timeout=5)
         self.processes.clear()
 
-    def _spawn(self, name: str, args: list[str]) -> Process:
+    def stop_apiserver(self) -> None:
+        """An API server outage begins: the process is killed, as when its machine is lost (a
+        SIGTERM would drain for over a minute with the node's watches open); etcd and the other
+        components keep running."""
+        proc = next(p for p in self.processes if p.name == "kube-apiserver")
+        self._apiserver_args = proc.popen.args[1:]
+        proc.popen.kill()
+        proc.popen.wait(timeout=30)
+
+    def start_apiserver(self) -> float:
+        """The outage ends: the same flags, port and data. Seconds until /readyz answers ok."""
+        began = time.monotonic()
+        old = next(p for p in self.processes if p.name == "kube-apiserver")
+        restarted = self._spawn("kube-apiserver", self._apiserver_args, append=True)
+        self.processes.remove(restarted)
+        self.processes[self.processes.index(old)] = restarted
+        self._wait(restarted, lambda: self._ready(), "kube-apiserver /readyz after the outage")
+        return time.monotonic() - began
+
+    def _spawn(self, name: str, args: list[str], append: bool = False) -> Process:
         log = self.workdir / f"{name}.log"
-        handle = open(log, "wb")
+        handle = open(log, "ab" if append else "wb")
         popen = subprocess.Popen([str(BIN / name), *args], stdout=handle, stderr=subprocess.STDOUT,
                                  stdin=subprocess.DEVNULL, start_new_session=True)
         handle.close()
@@ -184,7 +208,8 @@ class ControlPlane:
             f"--service-account-key-file={work / 'sa.key'}",
             f"--service-account-signing-key-file={work / 'sa.key'}",
             "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-            "--service-cluster-ip-range=10.0.0.0/24", "--disable-admission-plugins=ServiceAccount",
+            f"--service-cluster-ip-range={self.service_cidr}",
+            *(() if self.service_accounts else ("--disable-admission-plugins=ServiceAccount",)),
             f"--feature-gates={gate_flag(self.gates)}", f"--runtime-config={','.join(RUNTIME_CONFIG)}",
             f"--audit-policy-file={work / 'audit-policy.yaml'}", f"--audit-log-path={self.audit_log}",
             "--audit-log-format=json",
@@ -248,7 +273,8 @@ class ControlPlane:
 
     def kubectl(self, *args: str, input: str | None = None, check: bool = True, kubeconfig: Path | None = None
                 ) -> subprocess.CompletedProcess:
-        config = kubeconfig or self.kubeconfig(self.workdir / "admin.kubeconfig")
+        admin = self.workdir / "admin.kubeconfig"
+        config = kubeconfig or (admin if admin.exists() else self.kubeconfig(admin))  # written once: threads call this
         result = subprocess.run([str(BIN / "kubectl"), f"--kubeconfig={config}", *args], input=input,
                                 capture_output=True, text=True, timeout=120)
         if check and result.returncode != 0:

@@ -7,6 +7,9 @@ from realnode import KubeletSettings
 
 CGROUPFS, SYSTEMD = "kdra-cgroupfs", "kdra-systemd"
 AGENT_NAMESPACE = "kubectl-dra-system"
+# The kubernetes Service's ClusterIP (the range's first address, 10.0.2.97) lies in qemu's user
+# network, where the VM forwards it to the API server: pods' in-cluster clients work without kube-proxy.
+SERVICE_CIDR = "10.0.2.96/28"
 
 CGROUPFS_KUBELET = KubeletSettings(
     cgroup_driver="cgroupfs", cpu_manager_policy="static", reserved_cpus="0",

@@ -3,8 +3,8 @@
 kubelet plugin. Every node-side verdict of the project is checked against what they really do.
 
 Two boots share one control plane, one after the other (2 cores: running both at once is no faster):
-- ``cgroupfs_node``: our init as PID 1, the cgroupfs driver, the static CPU manager (one reserved
-  CPU), Memory QoS with TieredReservation and throttling factor 0.9, containerd's default hugetlb
+- ``cgroupfs_node``: our init as PID 1, /var/lib on a disk (it reboots), the cgroupfs driver, the
+  static CPU manager (one reserved CPU), Memory QoS with TieredReservation and throttling factor 0.9, containerd's default hugetlb
   setting (container limits not applied). The fault tests run last on it.
 - ``systemd_node``: the host's systemd as the guest's PID 1, the systemd driver, the CPU manager's
   none policy, the MemoryQoS gate with the kubelet's defaults, containerd applying container hugepage
@@ -28,7 +28,7 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent / "cluster")]
 
 from controlplane import BIN, ControlPlane, binaries_present  # noqa: E402
-from boots import AGENT_NAMESPACE, CGROUPFS, CGROUPFS_KUBELET, SYSTEMD, SYSTEMD_KUBELET  # noqa: E402
+from boots import AGENT_NAMESPACE, CGROUPFS, CGROUPFS_KUBELET, SERVICE_CIDR, SYSTEMD, SYSTEMD_KUBELET  # noqa: E402
 from realnode import ContainerdSettings, RealNode  # noqa: E402
 from vm import NODE as NODE_CACHE, node_binaries_present  # noqa: E402
 
@@ -36,7 +36,8 @@ import matrix  # noqa: E402
 
 REQUIRED = os.environ.get("KUBECTL_DRA_REQUIRE_NODE") == "1"
 # the order the tier runs in: everything on the cgroupfs boot, its faults last, then the systemd boot
-ORDER = ("test_node_prediction", "test_node_agent", "test_node_state", "test_node_faults", "test_node_systemd")
+ORDER = ("test_node_prediction", "test_node_agent", "test_node_state", "test_node_faults", "test_node_daemonset",
+         "test_node_systemd")
 
 def pytest_collection_modifyitems(config, items):
     ours = [i for i in items if "tests/node/" in str(i.fspath).replace(os.sep, "/")]
@@ -119,6 +120,12 @@ def pytest_terminal_summary(terminalreporter):
             f"node tier {name}: guest up {t.get('vm', 0):.0f}s, containerd {t.get('containerd', 0):.0f}s, "
             f"Ready {t.get('ready', 0):.0f}s, slice {t.get('slices', 0):.0f}s; {len(matrix.pods())} pods Running "
             f"{t.get('matrix', 0):.0f}s later")
+        standard = {"vm", "containerd", "ready", "slices", "matrix"}
+        for what, seconds in booted.node.timings.items():
+            if what not in standard:
+                terminalreporter.write_line(f"node tier {name}: {what} {seconds:.0f}s")
+        for what, value in getattr(booted.node, "measured", {}).items():
+            terminalreporter.write_line(f"node tier {name}: agent with 60 pods: {what} {value:.1f}")
 
 
 @pytest.fixture(scope="session")
@@ -128,7 +135,8 @@ def node_plane(tmp_path_factory):
     if not node_binaries_present():
         pytest.fail(f"KUBECTL_DRA_REQUIRE_NODE=1 but the node's binaries are missing in {NODE_CACHE} (scripts/build-node)")
     plane = ControlPlane(tmp_path_factory.mktemp("node-plane"), scheduler=True, controllers=True, node_lifecycle=True,
-                         extra_tokens=(RealNode.token_for(CGROUPFS), RealNode.token_for(SYSTEMD))).start()
+                         extra_tokens=(RealNode.token_for(CGROUPFS), RealNode.token_for(SYSTEMD)),
+                         service_accounts=True, service_cidr=SERVICE_CIDR).start()
     try:
         root = HERE.parents[1] / "manifests" / "agent"
         for part in ("namespace.yaml", "crd.yaml", "rbac.yaml"):  # the agent's identity, as shipped
@@ -149,7 +157,7 @@ def nodes(node_plane, tmp_path_factory):
 def cgroupfs_node(nodes) -> Booted:
     return nodes.boot(CGROUPFS, lambda: RealNode(nodes.plane, nodes.workdir / CGROUPFS, CGROUPFS, mode="cgroupfs",
                                                  kubelet=CGROUPFS_KUBELET, containerd=ContainerdSettings(),
-                                                 devices=matrix.devices()))
+                                                 devices=matrix.devices(), disk=True))
 
 
 @pytest.fixture(scope="session")

@@ -14,13 +14,15 @@ from __future__ import annotations
 from realnode import DRIVER, TEST_IMAGE
 
 NAMESPACE = "matrix"
+NETWORK_INTERFACE = "kdra-net0"  # the host interface the ``network`` device names (as dranet's devices do)
 CLASS = DRIVER
 
 
 def devices() -> list[dict]:
     """resource.k8s.io/v1 Devices: ``mapped`` (cpu 100m and memory 64Mi per device), ``overhead``
     (memory 32Mi per pod plus 16Mi per container, cpu 20m per pod), ``hugepages`` (4Mi of 2Mi pages
-    per device plus 8Mi memory per pod and 8Mi per container)."""
+    per device plus 8Mi memory per pod and 8Mi per container), and one ``network`` device with no
+    node-allocatable amounts (the network check's)."""
     def device(name: str, kind: str, resources: dict) -> dict:
         return {"name": name, "attributes": {"kind": {"string": kind}}, "nodeAllocatableResources": resources}
 
@@ -29,9 +31,11 @@ def devices() -> list[dict]:
                 "cpu": {"overhead": {"perPod": "20m"}}}
     hugepages = {"hugepages-2Mi": {"mapping": {"deviceMultiplier": "4Mi"}},
                  "memory": {"overhead": {"perPod": "8Mi", "perContainer": "8Mi"}}}
+    network = {"name": "net-0", "attributes": {"kind": {"string": "network"},
+                                               "dra.net/ifName": {"string": NETWORK_INTERFACE}}}
     return ([device(f"mapped-{i}", "mapped", mapped) for i in range(4)]
             + [device(f"overhead-{i}", "overhead", overhead) for i in range(4)]
-            + [device(f"hugepages-{i}", "hugepages", hugepages) for i in range(2)])
+            + [device(f"hugepages-{i}", "hugepages", hugepages) for i in range(2)] + [network])
 
 
 def device_class() -> dict:

@@ -11,8 +11,10 @@ CPU manager policy, feature gates, containerd's hugetlb controller) are fields o
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import time
+from datetime import datetime, timezone
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -78,7 +80,12 @@ class ContainerdSettings:
             f"  SystemdCgroup = {str(self.systemd_cgroup).lower()}", ""])
 
 
-LOOPBACK_CNI = {"cniVersion": "1.0.0", "name": "loopback-only", "plugins": [{"type": "loopback"}]}
+# Pods that are not on the host network (the agent's DaemonSet) get an address on a bridge inside the
+# guest; the node forwards their traffic to qemu's network, where only the API server answers.
+POD_SUBNET = "10.88.0.0/24"
+POD_CNI = {"cniVersion": "1.0.0", "name": "kdra-pods", "plugins": [
+    {"type": "bridge", "bridge": "cni0", "isGateway": True, "ipMasq": False,
+     "ipam": {"type": "host-local", "ranges": [[{"subnet": POD_SUBNET}]], "routes": [{"dst": "0.0.0.0/0"}]}}]}
 
 
 @dataclass
@@ -90,6 +97,7 @@ class RealNode:
     kubelet: KubeletSettings = field(default_factory=KubeletSettings)
     containerd: ContainerdSettings = field(default_factory=ContainerdSettings)
     devices: list[dict] = field(default_factory=list)  # resource.k8s.io/v1 Devices the plugin publishes
+    disk: bool = False  # /var/lib on a disk image, so the node can reboot (vm.VM.disk)
     vm: VM | None = None
     timings: dict[str, float] = field(default_factory=dict)
 
@@ -114,24 +122,50 @@ class RealNode:
     def boot(self) -> "RealNode":
         began = time.monotonic()
         self.host_dir.mkdir(parents=True, exist_ok=True)
-        port = int(self.plane.url.rsplit(":", 1)[1])
-        self.vm = VM(self.workdir, name=self.name, apiserver_port=port, mode=self.mode).start()
-        self.timings["vm"] = self.vm.booted_in
+        self._start_vm()
         self._write_identities()
+        self._start_daemons(began, images=True)
+        return self
+
+    def reboot(self) -> dict[str, float]:
+        """The node power-cycled after a sync (its disk keeps /var/lib: the kubelet's checkpoints,
+        containerd's images and metadata; /run, and with it the CDI specs and every container, is
+        gone), then started as at boot: containerd, the kubelet, the plugin. Seconds from the power
+        cut to the guest up, the Node Ready and the slice published again."""
+        assert self.vm is not None and self.vm.disk is not None, "only a node with a disk survives a reboot"
+        began = time.monotonic()
+        self.vm.stop()
+        self._start_vm()
+        up = time.monotonic() - began
+        timings = self._start_daemons(began, images=False)
+        return {"vm": up, **timings}
+
+    def _start_vm(self) -> None:
+        port = int(self.plane.url.rsplit(":", 1)[1])
+        service_ip = str(ipaddress.ip_network(self.plane.service_cidr)[1])
+        self.vm = VM(self.workdir, name=self.name, apiserver_port=port, mode=self.mode, service_ip=service_ip,
+                     disk=self.workdir / "var-lib.img" if self.disk else None).start()
+        self.timings["vm"] = self.vm.booted_in
+
+    def _start_daemons(self, began: float, images: bool) -> dict[str, float]:
         self.vm.run("mkdir", "-p", "/etc/cni/net.d", f"{KUBELET_ROOT}/plugins_registry",
                     f"{KUBELET_ROOT}/plugins/{DRIVER}", CDI_DIR, "/etc/cdi")
-        self.vm.write("/etc/cni/net.d/10-loopback.conflist", json.dumps(LOOPBACK_CNI))
+        self.vm.write("/etc/cni/net.d/10-kdra-pods.conflist", json.dumps(POD_CNI))
         self.start_containerd()
-        for image in ("pause.tar", "busybox.tar"):
-            self.ctr("images", "import", "--platform", "linux/amd64", str(IMAGES / image))
-        self.timings["containerd"] = time.monotonic() - began
+        if images:
+            for image in ("pause.tar", "busybox.tar"):
+                self.ctr("images", "import", "--platform", "linux/amd64", str(IMAGES / image))
+        timings = {"containerd": time.monotonic() - began}
+        started = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
         self.start_kubelet()
-        self.wait_ready()
-        self.timings["ready"] = time.monotonic() - began
+        self.wait_ready(since=started)
+        timings["ready"] = time.monotonic() - began
         self.start_plugin()
         self.wait_slices()
-        self.timings["slices"] = time.monotonic() - began
-        return self
+        timings["slices"] = time.monotonic() - began
+        if images:
+            self.timings.update(timings)
+        return timings
 
     def _write_identities(self) -> None:
         """Kubeconfigs as the guest reads them: the API server at 10.0.2.100:443 (qemu's forward to
@@ -226,14 +260,18 @@ class RealNode:
         result = self.plane.kubectl("get", "node", self.name, "-o", "json", check=False)
         return json.loads(result.stdout) if result.returncode == 0 else None
 
-    def wait_ready(self, timeout: float = READY_TIMEOUT) -> dict:
+    def wait_ready(self, timeout: float = READY_TIMEOUT, since: str = "") -> dict:
+        """Ready without taints; with ``since`` (RFC 3339), as posted by a kubelet heartbeat after
+        it (a rebooted node's object still says Ready from before)."""
         def ready():
             node = self.node_object()
             if node is None:
                 return None
-            conditions = {c["type"]: c["status"] for c in node["status"].get("conditions", [])}
+            conditions = {c["type"]: c for c in node["status"].get("conditions", [])}
             taints = [t["key"] for t in node["spec"].get("taints", [])]
-            return node if conditions.get("Ready") == "True" and not taints else None
+            condition = conditions.get("Ready", {})
+            fresh = condition.get("lastHeartbeatTime", "") >= since
+            return node if condition.get("status") == "True" and fresh and not taints else None
 
         return self._until(ready, timeout, f"node {self.name} Ready without taints", interval=3)
 
@@ -247,7 +285,17 @@ class RealNode:
         return self._until(published, timeout, f"{DRIVER}'s ResourceSlice for {self.name}")
 
     def apply(self, objects: list[dict]) -> None:
-        self.plane.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(objects))
+        """kubectl apply; again while a new namespace's default ServiceAccount does not exist yet (the
+        ServiceAccount admission plugin refuses pods until the controller manager has made it)."""
+        text = yaml.safe_dump_all(objects)
+        for _ in range(30):
+            result = self.plane.kubectl("apply", "-f", "-", input=text, check=False)
+            if result.returncode == 0:
+                return
+            if "error looking up service account" not in result.stderr:
+                break
+            time.sleep(1)
+        raise RuntimeError(f"kubectl apply failed:\n{result.stderr}")
 
     def wait_pods(self, namespace: str, names: list[str], timeout: float = 600.0,
                   phase: str = "Running") -> dict[str, dict]:

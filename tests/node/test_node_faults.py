@@ -93,13 +93,13 @@ def test_the_drivers_cdi_spec_deleted(cgroupfs_node):
                               "container a failing to start")
         assert f"CDI device injection failed: unresolvable CDI devices {cdi_id}" in waiting["message"]
         assert "CDI device injection failed: unresolvable CDI devices" in message
-        # and restarting this driver's plugin does not write it again: the kubelet does not prepare a
-        # claim its checkpoint holds, as the finding says
+        # and restarting this driver's plugin does not write it again: the kubelet prepares a claim
+        # once per run of its own, when it creates a sandbox, as the finding says
         node.stop_plugin()
         node.start_plugin()
         node.wait_slices()
         time.sleep(10)
-        assert node.vm.read(spec)[spec] is None and "does not prepare a claim again" in message
+        assert node.vm.read(spec)[spec] is None and "once per run of its own" in message
     finally:
         recreate(cgroupfs_node, "dra-shared")
 

@@ -39,24 +39,30 @@ IMAGES = NODE / "images"
 GUEST_PORT = 7000
 APISERVER_GUEST = "10.0.2.100"
 # what the guest needs as modules, in any order: their dependencies are read from each .ko
-MODULES = ("virtio_pci", "virtio_net", "9pnet_virtio", "9p", "overlay", "virtio_rng")
+# (bridge, veth: the pods' network; nft_*: masquerading it, since qemu's network answers only 10.0.2.0/24)
+# (virtio_blk, ext4: the persistent /var/lib of a node that reboots)
+MODULES = ("virtio_pci", "virtio_net", "9pnet_virtio", "9p", "overlay", "virtio_rng", "bridge", "veth",
+           "nft_chain_nat", "nft_masq", "virtio_blk", "ext4")
 BUSYBOX = Path("/bin/busybox")
+DISK_BYTES = 6 << 30
 
 
 def node_binaries_present() -> bool:
-    names = ("kubelet", "dra-plugin", "containerd", "containerd-shim-runc-v2", "ctr", "runc", "loopback")
+    names = ("kubelet", "dra-plugin", "containerd", "containerd-shim-runc-v2", "ctr", "runc", "loopback", "bridge",
+             "host-local")
     return all((NODE_BIN / n).is_file() for n in names) and (KERNEL / "vmlinuz").is_file() and \
         (IMAGES / "pause.tar").is_file() and (IMAGES / "busybox.tar").is_file() and \
-        shutil.which("qemu-system-x86_64") is not None and BUSYBOX.is_file()
+        shutil.which("qemu-system-x86_64") is not None and BUSYBOX.is_file() and shutil.which("nft") is not None \
+        and shutil.which("mkfs.ext4") is not None
 
 
 # -- initramfs ---------------------------------------------------------------------------------------
 
 def _modinfo(path: Path) -> dict[str, str]:
-    """``name`` and ``depends`` from a module's .modinfo strings (NUL-separated key=value)."""
+    """``name``, ``depends`` and ``softdep`` from a module's .modinfo strings (NUL-separated key=value)."""
     info = {}
     for chunk in path.read_bytes().split(b"\0"):
-        for key in (b"depends=", b"name="):
+        for key in (b"depends=", b"name=", b"softdep="):
             if chunk.startswith(key) and key[:-1].decode() not in info:
                 info[key[:-1].decode()] = chunk[len(key):].decode(errors="replace")
     return info
@@ -64,7 +70,9 @@ def _modinfo(path: Path) -> dict[str, str]:
 
 def module_order(modules_dir: Path, wanted=MODULES) -> list[Path]:
     """The .ko files for ``wanted`` and everything they depend on, dependencies first; modules
-    built into the kernel (modules.builtin) need no file."""
+    built into the kernel (modules.builtin) need no file. A soft dependency loaded first (``softdep=
+    pre: crc32c``, or its alias ``crypto-crc32c``) names an algorithm: its generic implementation
+    (crc32c_generic) is taken."""
     builtin = {Path(line.strip()).name.removesuffix(".ko").replace("-", "_")
                for line in (modules_dir / "modules.builtin").read_text().splitlines() if line.strip()}
     files = {}
@@ -82,7 +90,13 @@ def module_order(modules_dir: Path, wanted=MODULES) -> list[Path]:
         seen.add(name)
         if name not in files:
             raise RuntimeError(f"kernel module {name} not found in {modules_dir}")
-        for dependency in filter(None, _modinfo(files[name]).get("depends", "").split(",")):
+        info = _modinfo(files[name])
+        soft = info.get("softdep", "").partition("pre:")[2].partition("post:")[0].split()
+        for dependency in soft:
+            dependency = dependency.replace("-", "_").removeprefix("crypto_")  # an alias: crypto-crc32c
+            if dependency not in builtin:
+                visit(dependency if dependency in files else f"{dependency}_generic")
+        for dependency in filter(None, info.get("depends", "").split(",")):
             visit(dependency)
         order.append(files[name])
 
@@ -142,11 +156,15 @@ class VM:
     name: str
     apiserver_port: int
     mode: str = "cgroupfs"
+    service_ip: str | None = None  # the kubernetes Service's ClusterIP: forwarded to the API server too
     cpus: int = 4
     memory_mib: int = 4096
     hugepages_2m: int = 64
     hugepages_1g: int = 1
     binds: list[str] = field(default_factory=list)
+    # a disk image for /var/lib (ext4, made on first start): the kubelet's and containerd's state then
+    # survive a reboot (stop, start) as on a real node; without it all of the guest's root is tmpfs
+    disk: Path | None = None
     process: subprocess.Popen | None = None
     port: int = 0
     booted_in: float = 0.0
@@ -163,10 +181,20 @@ class VM:
         self.logs.mkdir(exist_ok=True)
         self._write_guest_files()
         initramfs = build_initramfs(self.workdir / "initramfs.cpio")
+        drive = []
+        if self.disk is not None:
+            if not self.disk.exists():
+                with open(self.disk, "wb") as image:
+                    image.truncate(DISK_BYTES)  # sparse: only what the guest writes takes space
+                subprocess.run(["mkfs.ext4", "-q", "-F", "-L", "kdra-var-lib", str(self.disk)], check=True,
+                               capture_output=True)
+            drive = ["-drive", f"file={self.disk},format=raw,if=virtio,cache=writeback"]
         self.port = free_port()
         relay = f"{sys.executable} {HERE / 'relay.py'} 127.0.0.1 {self.apiserver_port}"
         netdev = (f"user,id=net0,restrict=on,hostfwd=tcp:127.0.0.1:{self.port}-:{GUEST_PORT},"
                   f"guestfwd=tcp:{APISERVER_GUEST}:443-cmd:{relay}")
+        if self.service_ip:  # in-cluster clients (pods) dial the Service's ClusterIP: no kube-proxy needed
+            netdev += f",guestfwd=tcp:{self.service_ip}:443-cmd:{relay}"
         append = ["console=ttyS0", "panic=-1", "quiet", "loglevel=4", f"hugepagesz=1G hugepages={self.hugepages_1g}",
                   f"hugepagesz=2M hugepages={self.hugepages_2m}", "default_hugepagesz=2M"]
         if self.mode == "systemd":
@@ -180,8 +208,8 @@ class VM:
             "-device", "virtio-9p-pci,fsdev=hostroot,mount_tag=hostroot",
             "-fsdev", f"local,id=run,path={self.workdir},security_model=none",
             "-device", "virtio-9p-pci,fsdev=run,mount_tag=run",
-            "-netdev", netdev, "-device", "virtio-net-pci,netdev=net0",
-            "-device", "virtio-rng-pci",
+            "-netdev", netdev, "-device", "virtio-net-pci,netdev=net0,romfile=",
+            "-device", "virtio-rng-pci", *drive,
         ]
         with open(self.logs / "qemu.log", "wb") as log:
             self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
@@ -200,10 +228,11 @@ class VM:
 
     def _write_guest_files(self) -> None:
         python = Path(sys.base_prefix)
-        binds = sorted({str(ROOT), str(python), str(CACHE), *self.binds})
+        binds = sorted({str(ROOT), str(python), str(CACHE.parent), *self.binds})  # the cache: binaries, images
         init = "/usr/lib/systemd/systemd" if self.mode == "systemd" else str(HERE / "guest" / "stage2")
         env = {"KDRA_BINDS": " ".join(binds), "KDRA_INIT": init, "KDRA_NODE_NAME": self.name,
-               "KDRA_ROOT": str(ROOT), "KDRA_PYTHON": str(python / "bin" / "python3"), "KDRA_MODE": self.mode}
+               "KDRA_ROOT": str(ROOT), "KDRA_PYTHON": str(python / "bin" / "python3"), "KDRA_MODE": self.mode,
+               "KDRA_DISK": "/dev/vda" if self.disk is not None else ""}
         (self.workdir / "guest.env").write_text("".join(f"{k}='{v}'\n" for k, v in env.items()))
         etc = self.workdir / "etc"
         etc.mkdir(exist_ok=True)

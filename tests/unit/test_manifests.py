@@ -108,6 +108,17 @@ def test_daemonset_runs_least_privileged():
     assert ds.spec.update_strategy.rolling_update.max_unavailable == "10%"
     assert ds.metadata.labels["app.kubernetes.io/part-of"] == "kubectl-dra"
     assert pod.service_account_name == by_kind("ServiceAccount")["metadata"]["name"]
+    assert pod.security_context.seccomp_profile.type == "RuntimeDefault"
+
+
+def test_the_namespace_admits_the_agents_host_paths():
+    """Pod Security restricted and baseline forbid hostPath volumes: under either, the real API
+    server refused the DaemonSet's pod (tests/node/test_node_daemonset.py runs it). The pod itself
+    meets restricted otherwise (test_daemonset_runs_least_privileged)."""
+    labels = by_kind("Namespace")["metadata"]["labels"]
+    assert labels["pod-security.kubernetes.io/enforce"] == "privileged"
+    assert {m["hostPath"]["type"] for m in by_kind("DaemonSet")["spec"]["template"]["spec"]["volumes"]} <= {
+        "Directory", "DirectoryOrCreate", "File", "Socket"}
 
 
 @pytest.mark.kubectl
