@@ -254,7 +254,11 @@ def deployed(cgroupfs_node, tmp_path_factory):
     began = time.monotonic()
     apply(cgroupfs_node, ROOT / "manifests")
     node.timings["upgrade rollout"] = time.monotonic() - began
-    return cgroupfs_node
+    yield cgroupfs_node
+    # the next boot's tests count that node's pods: the DaemonSet would put the agent there too
+    plane.kubectl("delete", "daemonset", "-n", NAMESPACE, "dra-node-agent", "--cascade=foreground", "--wait=true",
+                  "--timeout=300s", check=False)
+    plane.kubectl("delete", "pods", "-n", NAMESPACE, "--all", "--force", "--grace-period=0", check=False)
 
 
 def test_the_upgrade_keeps_report_objects_and_completes(deployed):
