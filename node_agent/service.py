@@ -277,24 +277,26 @@ class Agent:
                 self.scan_once()
                 backoff = 1.0
                 wait = self.config.interval
-            except DRAError as exc:
-                self.metrics.errors.labels(self.config.node, "scan").inc()
-                self.env.error(f"scan failed (keeping the last report): {exc}")
-                wait = backoff
-                backoff = min(backoff * 2, MAX_BACKOFF)
-            except Exception as exc:  # noqa: BLE001 - a bug must not crash-loop the DaemonSet and lose the report
-                self.metrics.errors.labels(self.config.node, "internal").inc()
-                said = f"internal: {type(exc).__name__}: {exc}"
-                if said not in self.said:  # the whole traceback once, then one line per scan
-                    self.said.add(said)
-                    self.env.error("scan failed unexpectedly (this is a bug; keeping the last report):\n"
-                                   + "".join(traceback.format_exception(exc)).rstrip())
-                else:
-                    self.env.error(f"scan failed unexpectedly (keeping the last report): {said}")
+            except Exception as exc:  # noqa: BLE001 - even a bug must not crash-loop the DaemonSet and lose the report
+                stage = "scan" if isinstance(exc, DRAError) else "internal"
+                self.metrics.errors.labels(self.config.node, stage).inc()
+                self.env.error(self._failure(exc))
                 wait = backoff
                 backoff = min(backoff * 2, MAX_BACKOFF)
             self.trigger.wait(wait)
             self.trigger.clear()
+
+    def _failure(self, exc: Exception) -> str:
+        """What a failed scan says: an API or node error in a line; anything else is a bug, with its
+        traceback the first time and a line after."""
+        if isinstance(exc, DRAError):
+            return f"scan failed (keeping the last report): {exc}"
+        said = f"internal: {type(exc).__name__}: {exc}"
+        if said in self.said:
+            return f"scan failed unexpectedly (keeping the last report): {said}"
+        self.said.add(said)
+        return ("scan failed unexpectedly (this is a bug; keeping the last report):\n"
+                + "".join(traceback.format_exception(exc)).rstrip())
 
     def serve_forever(self) -> int:
         signal.signal(signal.SIGTERM, lambda *_: self.stop.set())
