@@ -123,5 +123,29 @@ class CgroupFS:
         return [int(line) for line in text.split() if line.isdigit()]
 
 
+    def children(self, relative: str) -> list[str]:
+        """The child cgroups' relative paths (OSError when the cgroup cannot be listed)."""
+        relative = relative.strip("/")
+        return [f"{relative}/{entry.name}" for entry in os.scandir(self.root / relative) if entry.is_dir()]
+
+    def runs_processes(self, relative: str) -> bool:
+        """A process in the cgroup or a child of it (a pod's sandbox, its containers). Only a cgroup
+        that does not exist, or whose every ``cgroup.procs`` reads empty, runs none: what cannot be
+        read counts as running, so nothing is concluded from it."""
+        def holds(path: str) -> bool:
+            try:
+                return bool((self.root / path / "cgroup.procs").read_text().split())
+            except OSError:
+                return True
+
+        try:
+            children = self.children(relative)
+        except FileNotFoundError:
+            return False
+        except OSError:
+            return True
+        return holds(relative.strip("/")) or any(holds(child) for child in children)
+
+
 def _reason(exc: OSError) -> str:
     return "permission denied" if exc.errno in (errno.EACCES, errno.EPERM) else (exc.strerror or str(exc))

@@ -60,11 +60,11 @@ def pod_netns(pod_cgroup: str, fs, proc_root: str) -> str | None:
 
 def _child_procs(fs, pod_cgroup: str) -> list[int]:
     try:
-        children = [e.name for e in os.scandir(fs.root / pod_cgroup) if e.is_dir()]
+        children = fs.children(pod_cgroup)
     except OSError:
         return []
     for child in children:
-        pids = fs.procs(f"{pod_cgroup}/{child}")
+        pids = fs.procs(child)
         if pids:
             return pids
     return []

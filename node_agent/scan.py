@@ -8,10 +8,7 @@ weights when they are unambiguous), then from the Node object, then defaults.
 
 from __future__ import annotations
 
-import os
-
 from datetime import datetime, timezone
-from pathlib import Path
 
 from kubectl_dra.allocatable.entries import from_status
 from kubectl_dra.cgroups import formulas as f
@@ -56,26 +53,6 @@ def _observe(fs: CgroupFS, pod: Pod, expected: PodCgroups, options: NodeOptions)
         path = container_cgroup(expected.pod.path, pair[1], options.cgroup_driver, runtime)
         observed.containers[container.name] = fs.read(path, list(container.files))
     return observed
-
-
-def _sandbox_running(fs: CgroupFS, pod_path: str) -> bool:
-    """A process in the pod's cgroup or a child of it (the sandbox's pause, a container). Only a pod
-    cgroup that does not exist, or whose every ``cgroup.procs`` reads empty, has none: a file that
-    cannot be read counts as running, so nothing is concluded from what could not be read."""
-    def processes(path: Path) -> bool:
-        try:
-            return bool((path / "cgroup.procs").read_text().split())
-        except OSError:
-            return True
-
-    directory = fs.root / pod_path.strip("/")
-    try:
-        children = [Path(entry.path) for entry in os.scandir(directory) if entry.is_dir()]
-    except FileNotFoundError:
-        return False
-    except OSError:
-        return True
-    return processes(directory) or any(processes(child) for child in children)
 
 
 def _seen(observed: ObservedPod) -> tuple:
@@ -219,7 +196,7 @@ def scan(node_name: str, inventory: Inventory, fs: CgroupFS, given: dict[str, ob
         expected = predicted(pod, entries)
         predictions.append((pod, entries, expected, _observe(fs, pod, expected, options)))
     if node_dra is not None and node_dra.usable:
-        sandboxes = {pod.uid for pod, _, expected, _ in predictions if _sandbox_running(fs, expected.pod.path)}
+        sandboxes = {pod.uid for pod, _, expected, _ in predictions if fs.runs_processes(expected.pod.path)}
         report.status.claims = reconcile(pods, claims or {}, node_dra, now, sandboxes)
 
     # what the files themselves show, for what the user did not set (flags win)
