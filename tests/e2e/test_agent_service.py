@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import io
+import threading
+import time
+from contextlib import contextmanager
+
 import pytest
 from httpget import get
 from cgroup_tree import build_tree, set_file
@@ -9,6 +14,7 @@ from agentpods import NODE, NODE_OBJECT, node_pods
 
 from kubectl_dra.cgroups.options import NodeOptions
 from kubectl_dra.kube.options import KubeOptions
+from kubectl_dra.env import Environment
 from kubectl_dra.errors import ApiError
 from node_agent.service import Agent, AgentConfig
 
@@ -43,23 +49,33 @@ def test_survives_api_server_outage(agent):
     assert again.status.summary.diverged == 1
 
 
-def test_service_loop_recovers_after_outage(agent):
-    import threading
-    import time
-
-    agent, server = agent
-    server.stop()
+@contextmanager
+def looping(agent):
+    """The agent's service loop in a thread, stopped and joined on the way out."""
     thread = threading.Thread(target=agent.loop, daemon=True)
     thread.start()
-    time.sleep(0.5)
-    assert agent.report is None and agent.healthy()
-    server.start()
-    deadline = time.monotonic() + 10
-    while agent.report is None and time.monotonic() < deadline:
-        time.sleep(0.1)
-    agent.stop.set()
-    agent.trigger.set()
-    thread.join(timeout=5)
+    try:
+        yield thread
+    finally:
+        agent.stop.set()
+        agent.trigger.set()
+        thread.join(timeout=5)
+
+
+def until(condition, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def test_service_loop_recovers_after_outage(agent):
+    agent, server = agent
+    server.stop()
+    with looping(agent):
+        time.sleep(0.5)
+        assert agent.report is None and agent.healthy()
+        server.start()
+        until(lambda: agent.report is not None)
     assert agent.report is not None and agent.report.status.summary.diverged == 1
     assert server.get("nodeenforcementreports", NODE) is not None
 
@@ -68,12 +84,7 @@ def test_an_unexpected_error_in_a_scan_neither_stops_the_loop_nor_loses_the_repo
     """A bug in one scan (here a library that cannot load, as grpcio without libstdc++ did in the
     first image) must not crash-loop the DaemonSet: the loop logs it (the traceback once), counts it,
     keeps the last report and recovers when the cause goes."""
-    import threading
-    import time
-
     import node_agent.service as service
-    from kubectl_dra.env import Environment
-    import io
 
     agent, server = agent
     agent.scan_once()
@@ -83,20 +94,12 @@ def test_an_unexpected_error_in_a_scan_neither_stops_the_loop_nor_loses_the_repo
     real = service.scan
     monkeypatch.setattr(service, "scan", lambda *a, **k: (_ for _ in ()).throw(ImportError("libstdc++.so.6: nope")))
     monkeypatch.setattr(service, "MAX_BACKOFF", 0.05)
-    thread = threading.Thread(target=agent.loop, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while stderr.getvalue().count("scan failed unexpectedly") < 3 and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert agent.report is last and agent.healthy() and thread.is_alive()
-    text = stderr.getvalue()
-    assert text.count("Traceback") == 1 and "this is a bug" in text and "libstdc++.so.6: nope" in text
-    assert agent.metrics.errors.labels(NODE, "internal")._value.get() >= 3
-    monkeypatch.setattr(service, "scan", real)
-    deadline = time.monotonic() + 10
-    while agent.report is last and time.monotonic() < deadline:
-        time.sleep(0.05)
-    agent.stop.set()
-    agent.trigger.set()
-    thread.join(timeout=5)
+    with looping(agent) as thread:
+        until(lambda: stderr.getvalue().count("scan failed unexpectedly") >= 3)
+        assert agent.report is last and agent.healthy() and thread.is_alive()
+        text = stderr.getvalue()
+        assert text.count("Traceback") == 1 and "this is a bug" in text and "libstdc++.so.6: nope" in text
+        assert agent.metrics.errors.labels(NODE, "internal")._value.get() >= 3
+        monkeypatch.setattr(service, "scan", real)
+        until(lambda: agent.report is not last)
     assert agent.report is not last and agent.report.status.summary.diverged == 1
