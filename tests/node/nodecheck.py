@@ -87,3 +87,11 @@ def divergences(doc: dict, severities=("error", "warning")) -> list[tuple]:
 def claim_findings(doc: dict) -> list[tuple[str, str, str]]:
     return sorted((c["name"], f["code"], f["severity"]) for c in doc["status"].get("claims", [])
                   for f in c["findings"])
+
+
+def container_cgroup(pod: dict, container: str) -> str:
+    """A running container's cgroup on the cgroupfs node (containerd's ID as the directory name)."""
+    status = next(s for s in pod["status"]["containerStatuses"] if s["name"] == container)
+    qos = pod["status"]["qosClass"].lower()
+    parent = "kubepods" if qos == "guaranteed" else f"kubepods/{qos}"
+    return f"/sys/fs/cgroup/{parent}/pod{pod['metadata']['uid']}/{status['containerID'].split('//')[1]}"

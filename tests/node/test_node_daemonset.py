@@ -25,7 +25,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
-from nodecheck import claim_findings, divergences
+from nodecheck import claim_findings, container_cgroup, divergences, verdicts
 from realnode import KUBELET_ROOT, TEST_IMAGE
 from vm import ROOT
 
@@ -89,12 +89,11 @@ def rolled_out(booted) -> bool:
         status.get("updatedNumberScheduled") == status.get("desiredNumberScheduled") == status.get("numberReady") == 1
 
 
-def apply(booted, directory: Path, *, check_warnings: bool = True) -> dict:
+def apply(booted, directory: Path) -> dict:
     """`kubectl apply -k DIR`, then the rollout to finish and the agent's pod to be Ready (its
     readiness is a finished scan)."""
     result = booted.plane.kubectl("apply", "-k", str(directory))
-    if check_warnings:
-        assert "Warning" not in result.stderr, result.stderr  # no Pod Security or deprecation warnings
+    assert "Warning" not in result.stderr, result.stderr  # no Pod Security or deprecation warnings
     return wait_rollout(booted)
 
 
@@ -117,10 +116,6 @@ def report(booted) -> dict | None:
     return kubectl_json(booted, "get", "nodeenforcementreports.kubectl-dra.io", booted.node.name)
 
 
-def verdicts(doc: dict) -> dict[str, str]:
-    return {p["name"]: p["verdict"] for p in doc["status"]["pods"]}
-
-
 def until_report(booted, check, timeout: float, what: str) -> dict:
     return booted.node._until(lambda: (r := report(booted)) and check(r) and r, timeout, what, interval=3)
 
@@ -132,13 +127,6 @@ def all_match(doc: dict) -> bool:
 def our_events(booted, namespace: str = matrix.NAMESPACE) -> list[dict]:
     items = kubectl_json(booted, "get", "events.events.k8s.io", "-n", namespace)["items"]
     return [e for e in items if e.get("reportingController") == CONTROLLER]
-
-
-def container_cgroup(booted, pod: dict, container: str) -> str:
-    status = next(s for s in pod["status"]["containerStatuses"] if s["name"] == container)
-    qos = pod["status"]["qosClass"].lower()
-    parent = "kubepods" if qos == "guaranteed" else f"kubepods/{qos}"
-    return f"/sys/fs/cgroup/{parent}/pod{pod['metadata']['uid']}/{status['containerID'].split('//')[1]}"
 
 
 def agent_metrics(booted) -> dict[str, float]:
@@ -157,13 +145,11 @@ def agent_metrics(booted) -> dict[str, float]:
 
 
 class Watcher:
-    """Reads the published report every few seconds while a fault happens: every version seen,
-    and the agent pod's uid and restart count each time."""
+    """Reads the published report every few seconds while a fault happens: every version seen."""
 
     def __init__(self, booted):
         self.booted = booted
         self.seen: list[dict] = []
-        self.restarts: set[int] = set()
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
 
@@ -207,7 +193,7 @@ def watching(booted):
 def planted_divergence(booted, pod_name: str = "burstable", container: str = "app"):
     """A container's memory.max rewritten behind the kubelet's back (test_node_faults' first fault),
     put back afterwards."""
-    path = container_cgroup(booted, booted.pods[pod_name], container) + "/memory.max"
+    path = container_cgroup(booted.pods[pod_name], container) + "/memory.max"
     vm = booted.node.vm
     before = vm.read(path)[path].strip()
     vm.write(path, str(300 * MI))
@@ -411,7 +397,7 @@ def test_sixty_pods_first_scan_memory_and_cpu(deployed):
         node.timings["first scan of 60 pods (pod created to Ready)"] = time.monotonic() - began
         doc = until_report(booted, lambda r: len(r["status"]["pods"]) == 60, 2 * INTERVAL, "a report of 60 pods")
         assert all_match(doc), [(n, v) for n, v in verdicts(doc).items() if v != "Match"]
-        cgroup = container_cgroup(booted, pod, "agent")
+        cgroup = container_cgroup(pod, "agent")
         cpu_before = node.cgroup_files(cgroup.removeprefix("/sys/fs/cgroup"), ["cpu.stat"])["cpu.stat"]
         time.sleep(2 * INTERVAL)  # two rescans
         files = node.cgroup_files(cgroup.removeprefix("/sys/fs/cgroup"),
@@ -492,7 +478,7 @@ def test_the_network_check_component_finds_a_device_left_on_the_host(deployed):
         assert [(d["cause"], d["file"]) for d in found] == [("NetworkDeviceInHost", f"netns:{pod_if}")]
         assert {n: v for n, v in verdicts(doc).items() if n != "net"} == dict.fromkeys(set(verdicts(doc)) - {"net"},
                                                                                        "Match")
-        procs = node.vm.read(container_cgroup(booted, pod, "app") + "/cgroup.procs")
+        procs = node.vm.read(container_cgroup(pod, "app") + "/cgroup.procs")
         pid = next(iter(procs.values())).split()[0]
         node.shell(f"ip link set {host_if} netns {pid} name {pod_if}")  # what dranet does at sandbox start
         until_report(booted, lambda r: verdicts(r).get("net") == "Match", 2 * INTERVAL + 30, "the pod net Match")

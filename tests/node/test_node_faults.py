@@ -13,7 +13,7 @@ import time
 from datetime import datetime, timezone
 
 from boots import CGROUPFS_AGENT_FLAGS, CGROUPFS_FLAGS
-from nodecheck import claim_findings, divergences, explain, kernel_reads, scan, verdicts
+from nodecheck import claim_findings, container_cgroup, divergences, explain, kernel_reads, scan, verdicts
 from realnode import CDI_DIR, DRIVER, KUBELET_ROOT
 
 import matrix
@@ -60,7 +60,7 @@ def recreate(booted, *names: str) -> None:
 
 def test_a_container_cgroup_rewritten_behind_the_kubelets_back(cgroupfs_node):
     node, pod = cgroupfs_node.node, cgroupfs_node.pods["burstable"]
-    path = f"/sys/fs/cgroup/kubepods/burstable/pod{pod['metadata']['uid']}/{container_id(cgroupfs_node, 'burstable', 'app')}"
+    path = container_cgroup(pod, "app")
     before = node.vm.read(f"{path}/memory.max")[f"{path}/memory.max"].strip()
     node.vm.write(f"{path}/memory.max", str(300 * MI))
     try:
