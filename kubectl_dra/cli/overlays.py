@@ -16,7 +16,7 @@ GATE = {"on": True, "off": False, "unknown": None}
 
 
 def catalog_option(command):
-    command = click.option("--catalog", metavar="FILE", type=click.Path(path_type=Path),
+    command = click.option("--catalog", metavar="FILE", type=click.Path(path_type=Path, allow_dash=True),
                            help="InstanceTypeCatalog (YAML/JSON; see the README). Default: a catalog in the "
                                 "snapshot, else instance types inferred from NodeClaims and Nodes (prices unknown).")(
         command)
@@ -49,7 +49,9 @@ def read_overlay_inputs(opened, catalog: Path | None, extra_requests=(), *, requ
                             "(is Karpenter installed, with the NodeOverlay CRD?)")
     documents = list(inventory.documents.get("InstanceTypeCatalog", []))
     if catalog is not None:
-        documents = [d for d in read_documents(catalog) if isinstance(d, dict)
+        if str(catalog) == "-" and getattr(opened.source, "path", None) == "-":
+            raise InputError("--catalog - and --snapshot - both read standard input: give one of them a file")
+        documents = [d for d in read_documents(catalog, allow_stdin=True) if isinstance(d, dict)
                      and d.get("kind") == "InstanceTypeCatalog"]
         if not documents:
             raise InputError(f"{catalog}: no InstanceTypeCatalog document in it")

@@ -62,11 +62,14 @@ def snapshot(ctx: click.Context, kube, output_dir: Path, overwrite: bool, no_hea
     about = {"createdBy": f"kubectl-dra {__version__}", "created": env.now().strftime("%Y-%m-%dT%H:%M:%SZ"),
              "source": opened.source.description, "namespace": opened.namespace, "notRead": not_read}
     try:
-        files = write_snapshot(output_dir, by_kind, about)
+        documents = {kind: list(items) for kind, items in inventory.documents.items() if items}
+        files = write_snapshot(output_dir, by_kind, about, documents)
     except OSError as exc:
         from kubectl_dra.errors import InputError
 
-        raise InputError(f"cannot write snapshot to {output_dir}: {exc.strerror or exc}") from None
-    rows = [[m.KIND, str(len(items)), str(path)] for (m, items), path in zip(by_kind.items(), files)]
+        raise InputError(f"cannot write snapshot to {output_dir}: {(exc.strerror or str(exc)).lower()}"
+                         + (f" ({exc.filename})" if exc.filename else "")) from None
+    counts = [(m.KIND, len(items)) for m, items in by_kind.items()] + [(k, len(v)) for k, v in documents.items()]
+    rows = [[kind, str(count), str(path)] for (kind, count), path in zip(counts, files)]
     env.write(render([Column("KIND"), Column("OBJECTS"), Column("FILE")], rows, no_headers=no_headers))
     ctx.exit(report_problems(env, inventory))

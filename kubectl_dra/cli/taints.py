@@ -17,8 +17,8 @@ from kubectl_dra.flags.connection import kube_options
 @click.option("--dry-run", "dry_run", is_flag=True,
               help="Evaluate the DeviceTaintRule in -f as if it were applied now: the devices it hits and the "
                    "pods it would evict. Nothing is created.")
-@click.option("-f", "--filename", "filename", type=click.Path(path_type=Path, dir_okay=False), metavar="FILE",
-              help="The DeviceTaintRule for --dry-run (YAML or JSON, one object).")
+@click.option("-f", "--filename", "filename", type=click.Path(path_type=Path, dir_okay=False, allow_dash=True),
+              metavar="FILE", help="The DeviceTaintRule for --dry-run (YAML or JSON, one object; - reads standard input).")
 @click.pass_context
 def taints(ctx: click.Context, kube, output, dry_run: bool, filename: Path | None) -> None:
     """Tainted devices (driver taints in ResourceSlices and DeviceTaintRules) and what they do.
@@ -54,6 +54,8 @@ def taints(ctx: click.Context, kube, output, dry_run: bool, filename: Path | Non
         raise click.UsageError("--dry-run needs -f FILE (the DeviceTaintRule to evaluate)")
     if filename is not None and not dry_run:
         raise click.UsageError("-f is for --dry-run: kubectl-dra never applies a rule (kubectl apply -f does)")
+    if filename is not None and str(filename) == "-" and kube.snapshot == "-":
+        raise click.UsageError("-f - and --snapshot - both read standard input: give one of them a file")
     rule = _read_rule(filename) if filename is not None else None
     env = ctx.obj
     env.color = output.color
@@ -79,10 +81,7 @@ def _read_rule(path: Path):
     from kubectl_dra.model.registry import parse_object
     from kubectl_dra.model.resource import DeviceTaintRule
 
-    try:
-        documents = [d for d in read_documents(path) if isinstance(d, dict)]
-    except OSError as exc:
-        raise InputError(f"{path}: {exc.strerror or exc}") from None
+    documents = [d for d in read_documents(path, allow_stdin=True) if isinstance(d, dict)]  # "-f -": stdin
     rules = [d for d in documents if d.get("kind") == "DeviceTaintRule"]
     if len(rules) != 1:
         raise InputError(f"{path}: expected one DeviceTaintRule, found {len(rules)}")

@@ -6,19 +6,24 @@ a malformed file or invalid object is reported (file, position, reason) and the 
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import re
+import stat
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator
 
 import yaml
 
 from kubectl_dra.errors import InputError
+from kubectl_dra.files import FileReadError, describe, is_stdin, read_bytes, read_text
 from kubectl_dra.gcpause import gc_paused
 from kubectl_dra.kube.reads import ReadRequest
-from kubectl_dra.kube.selectors import field_matcher, label_matcher
+from kubectl_dra.kube.selectors import field_matcher, label_matcher, parse_field_selector
 from kubectl_dra.model.base import KubeObject
-from kubectl_dra.model.inventory import Inventory
+from kubectl_dra.model.inventory import Inventory, Problem
 from kubectl_dra.model.registry import invalid_field_problems, parse_object
 
 SUFFIXES = (".yaml", ".yml", ".json")
@@ -26,82 +31,201 @@ _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
-def snapshot_files(path: Path) -> list[Path]:
-    if not path.exists():
-        raise InputError(f"snapshot {path}: no such file or directory")
-    if path.is_file():
+def snapshot_files(path: Path, problems: list[str] | None = None) -> list[Path]:
+    """The files a snapshot is read from: ``path`` itself unless it is a directory (a file, ``-``
+    for standard input, a pipe), else every ``*.yaml|*.yml|*.json`` under it, hidden ones aside.
+    A subdirectory that cannot be listed is added to ``problems``, never skipped silently."""
+    if is_stdin(path):
         return [path]
-    files = [Path(root) / name for root, _, names in os.walk(path) for name in names
+    try:
+        info = os.stat(path)
+    except OSError as exc:
+        try:
+            read_bytes(path, label=f"snapshot {path}")  # the same words as for any other file
+        except FileReadError:
+            raise
+        raise InputError(f"snapshot {path}: {exc.strerror or exc}") from None
+    if not stat.S_ISDIR(info.st_mode):
+        return [path]
+
+    def unlisted(exc: OSError) -> None:
+        if problems is not None:
+            problems.append(f"{exc.filename}: cannot list the directory: {exc.strerror or exc} (its files are not read)")
+
+    files = [Path(root) / name for root, _, names in os.walk(path, onerror=unlisted) for name in names
              if name.endswith(SUFFIXES) and not name.startswith(".")]
     return sorted(files)
 
 
-def read_documents(path: Path) -> list:
-    """Every document of one file, or :class:`InputError` naming the file and position."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: cannot read: {exc}") from None
-    if path.suffix == ".json":
+def parse_documents(text: str, label: str, suffix: str = "") -> list:
+    """Every document of one file's text, or :class:`InputError` naming the file and position.
+    JSON by suffix; without a known suffix (standard input, a pipe) JSON when it looks like it."""
+    if suffix == ".json" or (suffix not in (".yaml", ".yml") and text.lstrip().startswith(("{", "["))):
         try:
             return [json.loads(text)]
         except json.JSONDecodeError as exc:
-            raise InputError(f"{path}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+            if suffix == ".json":
+                raise InputError(f"{label}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
     try:
         return [doc for doc in yaml.load_all(text, Loader=_Loader) if doc is not None]
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         reason = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise InputError(f"{path}: invalid YAML{where}: {reason}") from None
+        raise InputError(f"{label}: invalid YAML{where}: {reason}") from None
+    except RecursionError:
+        raise InputError(f"{label}: invalid YAML: nested too deeply") from None
 
 
-def _flatten(doc) -> Iterator[dict]:
-    if isinstance(doc, dict) and (doc.get("kind") == "List" or str(doc.get("kind", "")).endswith("List")) \
-            and isinstance(doc.get("items"), list):
-        for item in doc["items"]:
-            yield from _flatten(item)
-    else:
-        yield doc
+def read_documents(path: Path | str, *, explicit: bool = True, allow_stdin: bool = False) -> list:
+    """Every document of one user file (through :mod:`kubectl_dra.files`: bounded, no FIFO or
+    device unless named), or :class:`InputError` naming the file and the reason or position."""
+    label = describe(path)
+    text = read_text(path, label=label, explicit=explicit, allow_stdin=allow_stdin)
+    return parse_documents(text, label, Path(path).suffix.lower() if not is_stdin(path) else "")
+
+
+_KIND_WORD = re.compile(r"""["']?kind["']?\s*:\s*["']?([A-Za-z][A-Za-z0-9]*)""")
+
+
+@dataclass(frozen=True)
+class Unread:
+    """Something in a snapshot that may hold objects but could not be read: a whole file (kinds
+    guessed from its text or name; None = any kind) or one object that was skipped."""
+
+    file: str
+    kinds: frozenset[str] | None
+    name: str | None = None
+
+    def may_hold(self, kind: str, name: str | None) -> bool:
+        return (self.kinds is None or kind in self.kinds) and (self.name is None or name is None or self.name == name)
+
+
+def file_name(model) -> str:
+    """The file ``kubectl dra snapshot`` writes a kind's objects to."""
+    return f"{model.PLURAL}.{model.GROUP}.yaml" if model.GROUP else f"{model.PLURAL}.yaml"
+
+
+def _unread_kinds(file: Path, text: str | None, written: bool) -> frozenset[str] | None:
+    """Which kinds an unreadable file may have held: those its text names, the kind a written
+    snapshot keeps under its name, else any (None)."""
+    from kubectl_dra.model.registry import models
+
+    if text is not None:
+        kinds = {k.removesuffix("List") or "List" for k in _KIND_WORD.findall(text)} - {"List"}
+        if kinds:
+            return frozenset(kinds)
+    if written:
+        return next((frozenset({m.KIND}) for m in models() if file.name == file_name(m)), None)
+    return None
 
 
 def load_snapshot(path: Path) -> Inventory:
     """Everything in a snapshot, with problems recorded instead of raised (except a single file
     that cannot be read at all: then there is nothing to show)."""
+    return _load_snapshot(Path(path) if not is_stdin(path) else path)[0]
+
+
+def _load_snapshot(path, written: bool = False) -> tuple[Inventory, list[Unread]]:
+    """The snapshot's objects, and what in it could not be read (see :class:`Unread`).
+
+    A single file (or standard input, or a pipe) that yields no object at all is an error naming
+    it: exit 3, since there is nothing to show. In a directory each such file is a problem."""
     inventory = Inventory()
-    for file in snapshot_files(path):
+    unread: list[Unread] = []
+    listing: list[str] = []
+    files = snapshot_files(path, listing)
+    for message in listing:
+        inventory.problem(message)
+        unread.append(Unread(message, None))
+    single = len(files) == 1 and files[0] == path
+    for file in files:
+        label = describe(file)
         try:
-            documents = read_documents(file)
-        except InputError as exc:
-            if file == path:
+            text = read_text(file, label=label, explicit=single, allow_stdin=single)
+        except FileReadError as exc:
+            if single:
                 raise
             inventory.problem(str(exc))
+            if "not a file" not in exc.reason:  # a FIFO or device in a directory holds no saved objects
+                unread.append(Unread(label, _unread_kinds(file, None, written)))
             continue
+        try:
+            documents = parse_documents(text, label, file.suffix.lower() if not is_stdin(file) else "")
+        except InputError as exc:
+            if single:
+                raise
+            inventory.problem(str(exc))
+            unread.append(Unread(label, _unread_kinds(file, text, written)))
+            continue
+        kept, first_problem = 0, None
         for doc in documents:
-            for raw in _flatten(doc):
+            if isinstance(doc, dict) and isinstance(doc.get("kind"), str) and doc["kind"].endswith("List") \
+                    and isinstance(doc.get("items"), list):
+                kept += 1  # an empty list is a valid answer: "none"
+            for raw in _flatten(doc, label, inventory):
                 try:
                     obj = parse_object(raw)
                 except InputError as exc:
-                    inventory.problem(f"{file}: {exc}")
+                    message = f"{label}: {exc}"
+                    first_problem = first_problem or message
+                    inventory.problem(message)
+                    if isinstance(raw, dict) and isinstance(raw.get("kind"), str):
+                        meta = raw.get("metadata") if isinstance(raw.get("metadata"), dict) else {}
+                        unread.append(Unread(label, frozenset({raw["kind"]}),
+                                             meta.get("name") if isinstance(meta.get("name"), str) else None))
                     continue
+                kept += 1
                 if obj is not None:
                     inventory.add(obj)
                     if not isinstance(obj, dict) and obj.invalid_fields:
                         for problem in invalid_field_problems(obj):
-                            inventory.problem(f"{file}: {problem}", kind=obj.KIND)
-    return inventory
+                            inventory.problem(f"{label}: {problem}", kind=obj.KIND)
+        if single and not kept:
+            if first_problem is None:
+                first_problem = next((p.message for p in inventory.problems), f"{label}: no objects in it")
+            raise InputError(first_problem)
+    return inventory, unread
 
 
-def snapshot_about(path: Path) -> dict | None:
-    """The marker of a directory ``kubectl dra snapshot`` wrote; None for hand-made snapshots."""
-    marker = path / MARKER
-    if not path.is_dir() or not marker.is_file():
-        return None
+def _flatten(doc, label: str, inventory: Inventory) -> Iterator:
+    """The objects of a document: itself, or the items of a ``kind: List`` (``PodList``, ...)."""
+    if isinstance(doc, dict) and isinstance(doc.get("kind"), str) and doc["kind"].endswith("List") \
+            and "items" in doc:
+        items = doc["items"]
+        if items is None:
+            return
+        if not isinstance(items, list):
+            inventory.problem(f"{label}: {doc['kind']}: items must be a list of objects, found "
+                              f"{type(items).__name__} (its content is not read)")
+            return
+        for item in items:
+            yield from _flatten(item, label, inventory)
+    else:
+        yield doc
+
+
+def snapshot_about(path: Path) -> tuple[dict | None, str | None]:
+    """The marker of a directory ``kubectl dra snapshot`` wrote (None for hand-made snapshots),
+    and what is wrong with a marker that is there but cannot be used."""
+    if is_stdin(path):
+        return None, None
+    marker = Path(path) / MARKER
+    if not os.path.isdir(path) or not os.path.lexists(marker):
+        return None, None
     try:
-        about = yaml.load(marker.read_text(encoding="utf-8"), Loader=_Loader)
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
-        return None
-    return about if isinstance(about, dict) and isinstance(about.get("kinds"), dict) else None
+        about = yaml.load(read_text(marker, explicit=False), Loader=_Loader)
+    except InputError as exc:
+        why = str(exc)
+    except yaml.YAMLError as exc:
+        why = f"{marker}: invalid YAML: {getattr(exc, 'problem', None) or str(exc).splitlines()[0]}"
+    else:
+        if isinstance(about, dict) and isinstance(about.get("kinds"), dict) \
+                and isinstance(about.get("notRead") or {}, dict):
+            return about, None
+        why = f"{marker}: not a snapshot marker (it needs a kinds: mapping)"
+    return None, (f"{why}: which kinds the snapshot holds is unknown, so a kind missing from it may "
+                  "not have been read when it was taken")
 
 
 class SnapshotSource:
@@ -111,20 +235,23 @@ class SnapshotSource:
     not read then is reported as unread now, never as "none"."""
 
     def __init__(self, path: str | os.PathLike):
-        self.path = Path(path)
+        self.path = Path(path) if not is_stdin(path) else os.fspath(path)
         self._loaded: Inventory | None = None
+        self._unread: list[Unread] = []
         self._problems_reported = False
         self._said: set[str] = set()
-        self.about = snapshot_about(self.path)
+        self.about, self._marker_problem = snapshot_about(self.path)
 
     @property
     def description(self) -> str:
-        return f"snapshot {self.path}"
+        return f"snapshot {describe(self.path)}"
 
     def _load(self, inventory: Inventory) -> Inventory:
         if self._loaded is None:
             with gc_paused():
-                self._loaded = load_snapshot(self.path)
+                self._loaded, self._unread = _load_snapshot(self.path, written=self.about is not None)
+            if self._marker_problem:
+                self._loaded.problems.insert(0, Problem(message=self._marker_problem))
         if not self._problems_reported:  # a command may read in two rounds; say each problem once
             inventory.problems.extend(self._loaded.problems)
             self._problems_reported = True
@@ -149,11 +276,20 @@ class SnapshotSource:
         if not self._held(request, inventory):
             return
         labels, fields = label_matcher(request.label_selector), field_matcher(request.field_selector)
+        found = False
         for obj in loaded.all(model):
             if model.NAMESPACED and request.namespace and obj.namespace != request.namespace:
                 continue
             if labels(obj.metadata.labels) and fields(obj.raw) and (request.keep is None or request.keep(obj)):
+                found = True
                 yield obj
+        name = _selected_name(request.field_selector)
+        doubt = [u.file for u in self._unread if u.may_hold(model.KIND, name)]
+        if name is not None and not found and doubt:
+            # "not found" only when it was read and is absent: here it may be in what could not be read
+            inventory.problem(f'cannot tell whether {model.KIND} "{name}" exists in {self.description}: '
+                              f"{', '.join(sorted(set(doubt)))} could not be read (see above)", kind=model.KIND)
+            return
         inventory.read_kinds.add(model.KIND)
 
     def _held(self, request: ReadRequest, inventory: Inventory) -> bool:
@@ -175,27 +311,61 @@ class SnapshotSource:
         return True
 
 
+def _selected_name(field_selector: str | None) -> str | None:
+    """X of a ``metadata.name=X`` field selector (a lookup by name), else None."""
+    for requirement in parse_field_selector(field_selector):
+        if requirement.key == "metadata.name" and requirement.operator == "=":
+            return requirement.values[0]
+    return None
+
+
 MARKER = ".kubectl-dra-snapshot.yaml"
 """Written last into every snapshot directory: which kinds it holds (a kind missing here was not
 read, which is not the same as "none exist"), from where, and which namespace."""
 
 
 def check_target(directory: Path, overwrite: bool) -> None:
-    """Refuse, before anything is read, to write where a snapshot would mix with other files."""
+    """Refuse, before anything is read, to write where a snapshot would mix with other files or
+    cannot be written at all (every OSError here is said as one line, exit 3)."""
+    try:
+        _check_target(Path(directory), overwrite)
+    except OSError as exc:
+        reason = {errno.ENOTDIR: "a part of the path is not a directory",
+                  errno.EEXIST: "a part of the path is not a directory",
+                  errno.ELOOP: "too many levels of symbolic links (a symlink loop)",
+                  errno.EACCES: "permission denied", errno.EPERM: "operation not permitted",
+                  errno.EROFS: "read-only file system"}.get(exc.errno, exc.strerror or str(exc))
+        where = f" ({exc.filename})" if exc.filename and os.fspath(exc.filename) != os.fspath(directory) else ""
+        raise InputError(f"cannot write snapshot to {directory}: {reason}{where}") from None
+
+
+def _check_target(directory: Path, overwrite: bool) -> None:
     if directory.exists() and not directory.is_dir():
         raise InputError(f"cannot write snapshot to {directory}: it exists and is not a directory")
-    if not directory.is_dir() or not any(directory.iterdir()):
-        return
-    if not overwrite:
-        raise InputError(f"{directory} is not empty: pass --overwrite to replace the snapshot in it, "
-                         "or choose a new directory")
-    if not (directory / MARKER).is_file():
-        raise InputError(f"{directory} is not empty and holds no snapshot ({MARKER} is missing): "
-                         "not replacing it, even with --overwrite; choose a new directory")
+    if directory.is_dir() and any(directory.iterdir()):
+        if not overwrite:
+            raise InputError(f"{directory} is not empty: pass --overwrite to replace the snapshot in it, "
+                             "or choose a new directory")
+        if not (directory / MARKER).is_file():
+            raise InputError(f"{directory} is not empty and holds no snapshot ({MARKER} is missing): "
+                             "not replacing it, even with --overwrite; choose a new directory")
+    # where the snapshot will be staged: it must be possible to create a directory there now,
+    # not after every kind was read
+    parent = directory.absolute().parent
+    missing = []
+    while not parent.exists() and parent != parent.parent:
+        missing.append(parent)
+        parent = parent.parent
+    probe = parent / f".{directory.name}.probe-{os.getpid()}"
+    try:
+        os.mkdir(probe)
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror, str(parent)) from None
+    os.rmdir(probe)
 
 
 def write_snapshot(directory: Path, objects_by_kind: dict[type[KubeObject], list[dict]],
-                   about: dict | None = None) -> list[Path]:
+                   about: dict | None = None, documents: dict[str, list[dict]] | None = None) -> list[Path]:
     """One ``kind: List`` file per kind, named ``<plural>.<group>.yaml``, plus the marker; returns
     the files. Written beside the target and renamed into place, so an earlier snapshot in
     ``directory`` is replaced whole and a failed write leaves it as it was."""
@@ -209,12 +379,18 @@ def write_snapshot(directory: Path, objects_by_kind: dict[type[KubeObject], list
     names = []
     try:
         for model, items in objects_by_kind.items():
-            name = f"{model.PLURAL}.{model.GROUP}.yaml" if model.GROUP else f"{model.PLURAL}.yaml"
+            name = file_name(model)
             document = {"apiVersion": "v1", "kind": "List", "metadata": {}, "items": items}
             (staging / name).write_text(yaml.dump(document, Dumper=_Dumper, sort_keys=False,
                                                   default_flow_style=False), encoding="utf-8")
             names.append(name)
-        marker = {**(about or {}), "kinds": {model.KIND: len(items) for model, items in objects_by_kind.items()}}
+        for kind, items in (documents or {}).items():  # our own documents (InstanceTypeCatalog), as read
+            name = f"{kind.lower()}s.kubectl-dra.io.yaml"
+            (staging / name).write_text(yaml.dump_all(items, Dumper=_Dumper, sort_keys=False,
+                                                      default_flow_style=False), encoding="utf-8")
+            names.append(name)
+        marker = {**(about or {}), "kinds": {**{model.KIND: len(items) for model, items in objects_by_kind.items()},
+                                             **{kind: len(items) for kind, items in (documents or {}).items()}}}
         (staging / MARKER).write_text("# written by kubectl dra snapshot; read back with --snapshot DIR\n"
                                       + yaml.dump(marker, Dumper=_Dumper, sort_keys=False), encoding="utf-8")
         if directory.exists():  # check_target: empty, or an earlier snapshot
