@@ -6,7 +6,7 @@ import click
 
 from kubectl_dra.flags.completion import choices
 from kubectl_dra.cli.exitcodes import EPILOG
-from kubectl_dra.cli.options import output_options
+from kubectl_dra.cli.options import check_label_selector, output_options
 from kubectl_dra.flags.connection import kube_options
 
 
@@ -19,7 +19,8 @@ def sort_keys() -> list[str]:
 @click.command("claims", epilog=EPILOG)
 @kube_options
 @output_options()
-@click.option("-l", "--selector", metavar="SELECTOR", help="Label selector for claims, e.g. app=trainer.")
+@click.option("-l", "--selector", metavar="SELECTOR", callback=check_label_selector,
+              help="Label selector for claims, e.g. app=trainer.")
 @click.option("--findings", "only_findings", is_flag=True,
               help="Only claims with findings (stale reservations, unreserved users, ...).")
 @click.option("--sort-by", metavar="KEY", default="namespace", show_default=True, shell_complete=choices(sort_keys),

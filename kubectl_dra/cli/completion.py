@@ -61,5 +61,33 @@ def _flags(ctx: click.Context, command: click.Command, incomplete: str):
     return items
 
 
+DEADLINE = 4.5
+"""Seconds the whole answer may take (the README promises a TAB answers within 5 s, whatever the
+flags point at: an unreachable server, a FIFO named as --snapshot, a huge file)."""
+
+
+def bounded(args: list[str], deadline: float = DEADLINE) -> list[str]:
+    """:func:`complete`, or no candidates when it cannot answer within ``deadline`` seconds (the
+    work goes on in a daemon thread that the process leaves behind when it exits)."""
+    import threading
+
+    answer: list[list[str]] = []
+
+    def work() -> None:
+        try:
+            answer.append(complete(args))
+        except Exception:  # never a traceback into the user's shell
+            answer.append([f":{NO_FILE_COMPLETION}"])
+
+    worker = threading.Thread(target=work, name="complete", daemon=True)
+    worker.start()
+    worker.join(deadline)
+    return answer[0] if answer else [f":{NO_FILE_COMPLETION}"]
+
+
 def main() -> None:
-    sys.stdout.write("\n".join(complete(sys.argv[1:])) + "\n")
+    import os
+
+    sys.stdout.write("\n".join(bounded(sys.argv[1:])) + "\n")
+    sys.stdout.flush()
+    os._exit(0)  # a read still blocked in the worker (a FIFO with no writer) must not hold the exit

@@ -8,11 +8,12 @@ from kubectl_dra.flags.completion import object_names
 from kubectl_dra.cli.exitcodes import EPILOG
 from kubectl_dra.flags.node import node_options
 from kubectl_dra.cli.options import output_options
-from kubectl_dra.flags.connection import kube_options
+from kubectl_dra.flags.connection import kube_options, root_kube_options
 from kubectl_dra.cli.overlays import catalog_option
 
 
 @click.group("explain", epilog=EPILOG)
+@root_kube_options  # connection flags before or after "claim|pod|node", as on the root
 def explain() -> None:
     """Explain one object: what it got, who holds it, what is wrong."""
 

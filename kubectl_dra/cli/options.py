@@ -25,3 +25,32 @@ def output_options(formats: tuple[str, ...] = OUTPUT_FORMATS, default: str = "ta
         return wrapper
 
     return decorate
+
+
+def check_label_selector(ctx, param, value):
+    """A ``-l`` that does not parse is a bad flag value: exit 2 with click's "Invalid value for
+    '-l' / '--selector'", said before anything is read (kubectl refuses it the same way)."""
+    if value is None:
+        return value
+    from kubectl_dra.errors import InputError
+    from kubectl_dra.kube.selectors import parse_label_selector
+
+    try:
+        parse_label_selector(value)
+    except InputError as exc:
+        raise click.BadParameter(str(exc)) from None
+    return value
+
+
+def check_field_selector(ctx, param, value):
+    """The same for ``--field-selector``."""
+    if value is None:
+        return value
+    from kubectl_dra.errors import InputError
+    from kubectl_dra.kube.selectors import parse_field_selector
+
+    try:
+        parse_field_selector(value)
+    except InputError as exc:
+        raise click.BadParameter(str(exc)) from None
+    return value

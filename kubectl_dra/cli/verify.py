@@ -6,6 +6,7 @@ import click
 
 from kubectl_dra.flags.completion import object_names
 from kubectl_dra.flags.node import node_options
+from kubectl_dra.cli.options import check_label_selector
 from kubectl_dra.flags.connection import kube_options
 from kubectl_dra.text import plural
 
@@ -19,7 +20,7 @@ VERIFY_EPILOG = ("Exit codes: 0 every pod checked matches (or there is none to c
 @kube_options
 @node_options
 @click.option("--node", "nodes", metavar="NODE", multiple=True, shell_complete=object_names("Node"), help="Only this node (repeatable).")
-@click.option("-l", "--selector", metavar="SELECTOR", help="Only nodes with these labels.")
+@click.option("-l", "--selector", metavar="SELECTOR", callback=check_label_selector, help="Only nodes with these labels.")
 @click.option("--cgroup-root", metavar="DIR", type=click.Path(file_okay=False),
               help="Check the local node directly, without an agent (a node shell or debug pod): read this "
                    "cgroup v2 tree, e.g. /sys/fs/cgroup or /host/sys/fs/cgroup.")
@@ -118,6 +119,13 @@ def verify(ctx: click.Context, kube, node_flags, nodes, selector, cgroup_root, k
                                     "--cgroup-root on a node")
             raise NotFoundError(f"no NodeEnforcementReport found{where}: is dra-node-agent deployed? "
                                 "(kubectl apply -k manifests/), or use --cgroup-root on a node")
+    if pod is not None and namespace is None and not kube.all_namespaces:  # a snapshot: every namespace
+        holding = sorted({p.namespace or "" for p in inventory.all(Pod) if p.name == pod})
+        if len(holding) > 1:
+            report_problems(env, inventory)
+            from kubectl_dra.errors import InputError
+
+            raise InputError(f'pod "{pod}" exists in namespaces {", ".join(holding)}: choose one with -n')
     if pod is not None and "Pod" in inventory.read_kinds and not any(
             p.name == pod and (namespace is None or p.namespace == namespace) for p in inventory.all(Pod)):
         report_problems(env, inventory)

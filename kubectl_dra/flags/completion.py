@@ -8,7 +8,7 @@ from typing import Callable
 
 import click
 
-COMPLETION_TIMEOUT = "5s"  # a TAB must not hang on an unreachable server
+COMPLETION_TIMEOUT = "4s"  # each request; kubectl_dra/cli/completion.py bounds the whole answer by 5 s
 
 
 def _kube_options(ctx: click.Context):
@@ -20,6 +20,8 @@ def _kube_options(ctx: click.Context):
     for c in reversed([ctx, *_parents(ctx)]):  # the root first; a later (inner) value wins
         given.update({k: v for k, v in c.params.items() if k in fields and v not in (None, (), False)})
     given.setdefault("request_timeout", COMPLETION_TIMEOUT)
+    if given.get("snapshot") == "-":  # standard input belongs to the shell here, not to a snapshot
+        raise LookupError("no snapshot to read while completing")
     return KubeOptions(**given)
 
 

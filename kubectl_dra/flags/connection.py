@@ -89,12 +89,15 @@ _ROOT_OPTIONS = [click.option(*decls, hidden=True, **attrs) for decls, attrs in 
 
 
 def root_kube_options(group_callback):
-    """The same flags on the root group; their values are kept for the subcommand to merge."""
+    """The same flags on a group (the root, ``explain``); their values are kept for the
+    subcommand to merge, a group's over its parent's (``kubectl dra -n a explain -n b pod x``
+    reads b, as a later flag wins in kubectl)."""
 
     @functools.wraps(group_callback)
     def wrapper(*args, **kwargs):
         given = {name: kwargs.pop(name) for name in _NAMES}
-        click.get_current_context().meta["kube_flags"] = {k: v for k, v in given.items() if _is_set(v)}
+        meta = click.get_current_context().meta  # shared by every context of one command line
+        meta.setdefault("kube_flags", {}).update({k: v for k, v in given.items() if _is_set(v)})
         return group_callback(*args, **kwargs)
 
     for option in reversed(_ROOT_OPTIONS):

@@ -149,8 +149,13 @@ class Session:
         if response.status == 401:
             raise ApiError(f"the API server at {self.server} refused {self.credential}: "
                            f"{status_message(response.status, data, response.reason)} (HTTP 401)", status=401)
-        if response.status >= 400:
+        if response.status in (403, 404):  # the caller says which kind could not be read
             raise ApiError(status_message(response.status, data, response.reason), status=response.status)
+        if response.status >= 400:
+            tries = f", after {retries['status']} {'retry' if retries['status'] == 1 else 'retries'}" \
+                if retries["status"] else ""
+            raise ApiError(f"{status_message(response.status, data, response.reason)} (HTTP {response.status} "
+                           f"{response.reason or ''}".rstrip() + f" from {method} {url}{tries})", status=response.status)
         return data
 
     def _wait(self, seconds: float, deadline: float | None) -> bool:

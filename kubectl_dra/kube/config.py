@@ -158,12 +158,14 @@ def _read_yaml(path: str) -> dict | None:
     """The parsed file, ``{}`` for an empty one, ``None`` if it does not exist."""
     import yaml
 
+    from kubectl_dra.files import FileReadError, read_bytes
+
     try:
-        raw = Path(path).read_bytes()
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise ConfigError(f"cannot read kubeconfig {path}: {exc.strerror or exc}") from None
+        raw = read_bytes(path)  # bounded; a FIFO or device named as kubeconfig is refused, never waited on
+    except FileReadError as exc:
+        if exc.missing:
+            return None
+        raise ConfigError(f"cannot read kubeconfig {path}: {exc.reason}") from None
     try:
         doc = yaml.safe_load(raw)
     except yaml.YAMLError as exc:
@@ -424,11 +426,13 @@ def _configuration_from_kubeconfig(cluster: dict, user: dict, user_name: str | N
     user = dict(user)
     if user.get("tokenFile") and not user.get("token"):
         # client-go trims the token file; the Python loader would send a trailing newline.
+        from kubectl_dra.files import FileReadError, read_text
+
         try:
-            user["token"] = Path(user["tokenFile"]).read_text().strip()
-        except OSError as exc:
+            user["token"] = read_text(user["tokenFile"]).strip()
+        except FileReadError as exc:
             raise ConfigError(f'{where}: cannot read tokenFile {user["tokenFile"]} of user '
-                              f'"{user_name}": {exc.strerror or exc}') from None
+                              f'"{user_name}": {exc.reason}') from None
         user.pop("tokenFile")
     doc = {
         "apiVersion": "v1", "kind": "Config", "current-context": _EFFECTIVE,
@@ -484,9 +488,11 @@ def _in_cluster_possible(environ: Mapping[str, str], sa_dir: Path) -> bool:
 def _in_cluster_namespace(environ: Mapping[str, str], sa_dir: Path) -> str | None:
     if environ.get("POD_NAMESPACE"):
         return environ["POD_NAMESPACE"]
+    from kubectl_dra.files import FileReadError, read_text
+
     try:
-        return (sa_dir / "namespace").read_text().strip() or None
-    except OSError:
+        return read_text(sa_dir / "namespace", explicit=False).strip() or None
+    except FileReadError:
         return None
 
 

@@ -12,18 +12,20 @@ from kubectl_dra.kube.options import KubeOptions
 class Opened:
     source: object  # LiveSource | SnapshotSource: both have read(requests) -> Inventory
     namespace: str | None  # namespace to read; None = every namespace
-    default_namespace: str  # where a NAME argument is looked up
+    default_namespace: str | None  # where a NAME argument is looked up; None: in every namespace (a snapshot)
     live: bool
     notices: list[str] = field(default_factory=list)  # said once on stderr (e.g. TLS verification off)
 
 
 def open_source(kube: KubeOptions) -> Opened:
-    """A snapshot when ``--snapshot`` is given (default: every namespace), else the cluster."""
+    """A snapshot when ``--snapshot`` is given, else the cluster. A snapshot has no current
+    namespace: without ``-n`` lists cover every namespace and a NAME is looked up in all of them
+    (the names completion offers), which must then hold it once."""
     if kube.snapshot:
         from kubectl_dra.kube.snapshot import SnapshotSource
 
         namespace = None if kube.all_namespaces else kube.namespace
-        return Opened(SnapshotSource(kube.snapshot), namespace, kube.namespace or "default", live=False)
+        return Opened(SnapshotSource(kube.snapshot), namespace, namespace, live=False)
     import os
 
     from kubectl_dra.kube.client import Session
