@@ -123,7 +123,7 @@ def run_scan_once(kube, node_flags: dict, node: str | None, cgroup_root: str, sy
     for problem in kubelet.problems:
         env.error(f"warning: {problem}")
     for source in report.status.sources:
-        if source.state in ("unreadable", "corrupt"):
+        if source.state in ("absent", "unreadable", "corrupt"):  # README: each is said on stderr
             env.error(f"{'error' if source.state == 'corrupt' else 'warning'}: {source.path}: {source.message}")
     for problem in claim_problems:
         env.error(f"warning: claims not compared with the node: {problem}")
@@ -205,7 +205,7 @@ class Agent:
                 self.env.error(f"warning: {problem}")
         node_dra, claims, claim_problems = node_dra_state(self.source, inventory, self.config.node,
                                                           self.config.kubelet_root, self.config.cdi_dirs)
-        for problem in [*(f"{s.path}: {s.message}" for s in node_dra.sources if s.state in ("unreadable", "corrupt")),
+        for problem in [*(f"{s.path}: {s.message}" for s in node_dra.sources if s.state in ("absent", "unreadable", "corrupt")),
                         *(f"claims not compared with the node: {p}" for p in claim_problems)]:
             if problem not in self.said:
                 self.said.add(problem)

@@ -89,9 +89,12 @@ def verify(ctx: click.Context, kube, node_flags, nodes, selector, cgroup_root, k
         requests = [ReadRequest(NodeEnforcementReportObject, field_selector=node_field),
                     ReadRequest(Pod, namespace), ReadRequest(Node, label_selector=selector, required=False)]
         inventory = opened.source.read(requests)
+        if pod is not None and namespace is None and not kube.all_namespaces:
+            _one_namespace(env, inventory, pod)
         known_nodes = {n.name for n in inventory.all(Node)}
         for name in nodes:
-            if "Node" in inventory.read_kinds and name not in known_nodes:
+            unsure = any(p.kind == "Node" and p.severity == "error" for p in inventory.problems)  # a file not read
+            if "Node" in inventory.read_kinds and name not in known_nodes and not unsure:
                 report_problems(env, inventory)
                 raise NotFoundError(f'node "{name}" not found')
         reports = []
@@ -119,13 +122,8 @@ def verify(ctx: click.Context, kube, node_flags, nodes, selector, cgroup_root, k
                                     "--cgroup-root on a node")
             raise NotFoundError(f"no NodeEnforcementReport found{where}: is dra-node-agent deployed? "
                                 "(kubectl apply -k manifests/), or use --cgroup-root on a node")
-    if pod is not None and namespace is None and not kube.all_namespaces:  # a snapshot: every namespace
-        holding = sorted({p.namespace or "" for p in inventory.all(Pod) if p.name == pod})
-        if len(holding) > 1:
-            report_problems(env, inventory)
-            from kubectl_dra.errors import InputError
-
-            raise InputError(f'pod "{pod}" exists in namespaces {", ".join(holding)}: choose one with -n')
+    if pod is not None and namespace is None and not kube.all_namespaces:
+        _one_namespace(env, inventory, pod)
     if pod is not None and "Pod" in inventory.read_kinds and not any(
             p.name == pod and (namespace is None or p.namespace == namespace) for p in inventory.all(Pod)):
         report_problems(env, inventory)
@@ -176,6 +174,18 @@ def verify(ctx: click.Context, kube, node_flags, nodes, selector, cgroup_root, k
                   "or on a node without a report): the result is partial")
         ctx.exit(ExitStatus.PARTIAL)
     ctx.exit(status)
+
+
+def _one_namespace(env, inventory, pod: str) -> None:
+    """A POD named without -n in a snapshot (every namespace) must be in one of them."""
+    from kubectl_dra.cli.runtime import report_problems
+    from kubectl_dra.errors import InputError
+    from kubectl_dra.model.pod import Pod
+
+    holding = sorted({p.namespace or "" for p in inventory.all(Pod) if p.name == pod})
+    if len(holding) > 1:
+        report_problems(env, inventory)
+        raise InputError(f'pod "{pod}" exists in namespaces {", ".join(holding)}: choose one with -n')
 
 
 def _wanted_claim(claim, namespace: str | None, pod: str | None) -> bool:

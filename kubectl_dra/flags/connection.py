@@ -55,7 +55,7 @@ _KUBE_OPTION_SPECS = [
            help="Time for each request with its retries, e.g. 30s, 2m; 0 = no timeout, as kubectl "
                 "(unset: 10s to connect, 60s to read)."),
     _spec("--snapshot", metavar="PATH", envvar="KUBECTL_DRA_SNAPSHOT", type=click.Path(),
-           help="Read objects from snapshot files (file or directory) instead of a cluster."),
+           help="Read objects from snapshot files (a file, a directory, or - for standard input) instead of a cluster."),
     _spec("--debug", is_flag=True, default=None, help="Show tracebacks for unexpected errors."),
 ]
 

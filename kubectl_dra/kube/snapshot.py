@@ -117,7 +117,14 @@ def _unread_kinds(file: Path, text: str | None, written: bool) -> frozenset[str]
             return frozenset(kinds)
     if written:
         return next((frozenset({m.KIND}) for m in models() if file.name == file_name(m)), None)
-    return None
+    stem = file.name.split(".")[0].lower()  # a hand-made nodes.yaml, pods.json, resourceclaims.yaml
+    return next((frozenset({m.KIND}) for m in models() if stem == m.PLURAL), None)
+
+
+def _unread_problem(inventory: Inventory, message: str, kinds: frozenset[str] | None) -> None:
+    """A file that could not be read, named for the kind it held when that is known (so that a
+    command does not call an object of that kind "not found")."""
+    inventory.problem(message, kind=next(iter(kinds)) if kinds and len(kinds) == 1 else None)
 
 
 def load_snapshot(path: Path) -> Inventory:
@@ -146,17 +153,21 @@ def _load_snapshot(path, written: bool = False) -> tuple[Inventory, list[Unread]
         except FileReadError as exc:
             if single:
                 raise
-            inventory.problem(str(exc))
-            if "not a file" not in exc.reason:  # a FIFO or device in a directory holds no saved objects
-                unread.append(Unread(label, _unread_kinds(file, None, written)))
+            if "not a file" in exc.reason:  # a FIFO or device in a directory holds no saved objects
+                inventory.problem(str(exc))
+                continue
+            kinds = _unread_kinds(file, None, written)
+            _unread_problem(inventory, str(exc), kinds)
+            unread.append(Unread(label, kinds))
             continue
         try:
             documents = parse_documents(text, label, file.suffix.lower() if not is_stdin(file) else "")
         except InputError as exc:
             if single:
                 raise
-            inventory.problem(str(exc))
-            unread.append(Unread(label, _unread_kinds(file, text, written)))
+            kinds = _unread_kinds(file, text, written)
+            _unread_problem(inventory, str(exc), kinds)
+            unread.append(Unread(label, kinds))
             continue
         kept, first_problem = 0, None
         for doc in documents:
@@ -288,7 +299,8 @@ class SnapshotSource:
         if name is not None and not found and doubt:
             # "not found" only when it was read and is absent: here it may be in what could not be read
             inventory.problem(f'cannot tell whether {model.KIND} "{name}" exists in {self.description}: '
-                              f"{', '.join(sorted(set(doubt)))} could not be read (see above)", kind=model.KIND)
+                              f"{', '.join(sorted(set(doubt)))} could not be read (see above)", kind=model.KIND,
+                              severity="error" if request.required else "warning")
             return
         inventory.read_kinds.add(model.KIND)
 
@@ -353,7 +365,7 @@ def _check_target(directory: Path, overwrite: bool) -> None:
     # not after every kind was read
     parent = directory.absolute().parent
     missing = []
-    while not parent.exists() and parent != parent.parent:
+    while not os.path.lexists(parent) and parent != parent.parent:
         missing.append(parent)
         parent = parent.parent
     probe = parent / f".{directory.name}.probe-{os.getpid()}"
