@@ -138,6 +138,24 @@ def read_bytes(path: str | os.PathLike, *, label: str | None = None, explicit: b
         os.close(fd)
 
 
+def check_file(path: str | os.PathLike, *, label: str | None = None) -> None:
+    """For a file another library opens itself (a TLS certificate or key): refuse, without opening
+    it, what :func:`read_bytes` would refuse; a pipe is left for that library to read, once."""
+    text = os.fspath(path)
+    label = label or text
+    try:
+        info = os.stat(text)
+    except OSError as exc:
+        reason, missing = _os_reason(exc, text)
+        raise FileReadError(label, reason, missing=missing) from None
+    what = _kind(info.st_mode)
+    if what is not None and not stat.S_ISFIFO(info.st_mode):
+        raise FileReadError(label, f"{what}, not a file")
+    if what is None and info.st_size > limit():
+        raise FileReadError(label, f"is {info.st_size} bytes, more than the limit of {_size(limit())} "
+                                   f"(set {LIMIT_ENV} to read it)")
+
+
 def read_text(path: str | os.PathLike, **kwargs) -> str:
     """:func:`read_bytes` decoded as UTF-8 (a BOM is dropped), or :class:`FileReadError`."""
     data = read_bytes(path, **kwargs)
@@ -185,5 +203,5 @@ def is_stdin(path: str | os.PathLike | None) -> bool:
     return path is not None and os.fspath(path) == STDIN
 
 
-__all__ = ["FileReadError", "MAX_BYTES", "LIMIT_ENV", "STDIN", "read_bytes", "read_text", "limit", "describe",
+__all__ = ["FileReadError", "MAX_BYTES", "LIMIT_ENV", "STDIN", "read_bytes", "read_text", "check_file", "limit", "describe",
            "is_stdin"]

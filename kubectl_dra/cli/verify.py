@@ -124,7 +124,8 @@ def verify(ctx: click.Context, kube, node_flags, nodes, selector, cgroup_root, k
                                 "(kubectl apply -k manifests/), or use --cgroup-root on a node")
     if pod is not None and namespace is None and not kube.all_namespaces:
         _one_namespace(env, inventory, pod)
-    if pod is not None and "Pod" in inventory.read_kinds and not any(
+    pods_unsure = any(p.kind == "Pod" and p.severity == "error" for p in inventory.problems)  # a file not read
+    if pod is not None and "Pod" in inventory.read_kinds and not pods_unsure and not any(
             p.name == pod and (namespace is None or p.namespace == namespace) for p in inventory.all(Pod)):
         report_problems(env, inventory)
         where = f" in namespace {namespace}" if namespace else ""

@@ -434,6 +434,15 @@ def _configuration_from_kubeconfig(cluster: dict, user: dict, user_name: str | N
             raise ConfigError(f'{where}: cannot read tokenFile {user["tokenFile"]} of user '
                               f'"{user_name}": {exc.reason}') from None
         user.pop("tokenFile")
+    if secure:  # the client opens these itself: a device or a huge file is refused here first
+        from kubectl_dra.files import FileReadError, check_file
+
+        for holder, field in ((cluster, "certificate-authority"), (user, "client-certificate"), (user, "client-key")):
+            if holder.get(field) and not holder.get(f"{field}-data"):
+                try:
+                    check_file(holder[field])
+                except FileReadError as exc:
+                    raise ConfigError(f"{where}: cannot read {field} {holder[field]}: {exc.reason}") from None
     doc = {
         "apiVersion": "v1", "kind": "Config", "current-context": _EFFECTIVE,
         "clusters": [{"name": _EFFECTIVE, "cluster": cluster}],
