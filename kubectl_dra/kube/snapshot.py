@@ -96,6 +96,7 @@ class Unread:
     file: str
     kinds: frozenset[str] | None
     name: str | None = None
+    whole: bool = True  # a whole file (else one object of it)
 
     def may_hold(self, kind: str, name: str | None) -> bool:
         return (self.kinds is None or kind in self.kinds) and (self.name is None or name is None or self.name == name)
@@ -184,7 +185,8 @@ def _load_snapshot(path, written: bool = False) -> tuple[Inventory, list[Unread]
                     if isinstance(raw, dict) and isinstance(raw.get("kind"), str):
                         meta = raw.get("metadata") if isinstance(raw.get("metadata"), dict) else {}
                         unread.append(Unread(label, frozenset({raw["kind"]}),
-                                             meta.get("name") if isinstance(meta.get("name"), str) else None))
+                                             meta.get("name") if isinstance(meta.get("name"), str) else None,
+                                             whole=False))
                     continue
                 kept += 1
                 if obj is not None:
@@ -294,6 +296,10 @@ class SnapshotSource:
             if labels(obj.metadata.labels) and fields(obj.raw) and (request.keep is None or request.keep(obj)):
                 found = True
                 yield obj
+        if any(u.whole and u.kinds is not None and model.KIND in u.kinds for u in self._unread):
+            # a file known to hold this kind was not read: the kind is not read (what is shown is
+            # partial, and nothing is concluded from an object's absence), as after a failed list
+            return
         name = _selected_name(request.field_selector)
         doubt = [u.file for u in self._unread if u.may_hold(model.KIND, name)]
         if name is not None and not found and doubt:

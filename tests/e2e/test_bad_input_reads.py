@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from builders import claim, pod
+from builders import claim, pod, reserved_pod
 
 from kubectl_dra.kube.snapshot import MARKER
 
@@ -273,18 +273,47 @@ def _break(path: Path, how: str) -> None:
 
 @pytest.mark.parametrize("how", ["yaml", "loop"])
 def test_a_name_in_a_file_that_could_not_be_read_is_not_called_not_found(snapshot_dir, dra, how):
-    """Item 12: an unreadable nodes.yaml made `node "worker-gpu-1" not found`."""
+    """Item 12: an unreadable nodes.yaml made `node "worker-gpu-1" not found`. A file that held
+    Nodes (by its name or its text) makes the kind unread; one that could hold anything makes a
+    lookup by name say it cannot tell."""
     _break(snapshot_dir / "nodes.yaml", how)
     result = dra("explain", "node", "worker-gpu-1", "--snapshot", str(snapshot_dir))
     assert result.exit_code == 3 and result.stdout == ""
     assert "not found" not in result.stderr
-    assert (f'error: cannot tell whether Node "worker-gpu-1" exists in snapshot {snapshot_dir}: '
-            f"{snapshot_dir / 'nodes.yaml'} could not be read (see above)") in result.stderr.splitlines()
+    assert result.stderr.splitlines()[-1] == "error: nothing to show: Node objects could not be read (see above)"
+    assert str(snapshot_dir / "nodes.yaml") in result.stderr.splitlines()[0]
     verify = dra("verify", "--node", "worker-gpu-1", "--snapshot", str(snapshot_dir))
     assert "not found" not in verify.stderr and str(snapshot_dir / "nodes.yaml") in verify.stderr
     assert verify.exit_code in (1, 4)  # the report is shown; never "not found" (3)
+
+    (snapshot_dir / "nodes.yaml").unlink()
+    shutil.copy(EXAMPLE / "nodes.yaml", snapshot_dir / "nodes.yaml")
+    _break(snapshot_dir / "workloads" / "eval.yaml", how)  # named for no kind: it could have held a Node
+    (snapshot_dir / "workloads" / "eval.yaml").unlink()
+    (snapshot_dir / "workloads" / "eval.yaml").write_text("items: [unclosed\n")
+    unsure = dra("explain", "node", "worker-gpu-9", "--snapshot", str(snapshot_dir))
+    assert unsure.exit_code == 3 and "not found" not in unsure.stderr
+    assert (f'error: cannot tell whether Node "worker-gpu-9" exists in snapshot {snapshot_dir}: '
+            f"{snapshot_dir / 'workloads' / 'eval.yaml'} could not be read (see above)") in unsure.stderr.splitlines()
+    found = dra("explain", "node", "worker-gpu-1", "--snapshot", str(snapshot_dir))  # it is there: shown
+    assert found.exit_code == 4 and found.stdout.startswith("Node worker-gpu-1")
     absent = dra("explain", "node", "worker-gpu-9", "--snapshot", str(EXAMPLE))  # read, and not there
     assert one_error(absent.stderr) == f'error: node "worker-gpu-9" not found (snapshot {EXAMPLE})'
+
+
+def test_a_kind_in_a_file_that_could_not_be_read_draws_no_verdict_from_absence(tmp_path, dra):
+    """The pods file of a snapshot is broken: its pods are unknown, not gone, so no reservation
+    of theirs is called stale."""
+    holder = pod("holder", claims={"gpu": "held"})
+    (tmp_path / "claims.yaml").write_text(yaml.safe_dump(
+        claim("held", devices=[("gpu.example.com", "worker-1", "gpu-0")], reserved_for=[reserved_pod(holder)])))
+    (tmp_path / "pods.yaml").write_text(yaml.safe_dump(holder))
+    whole = dra("claims", "-A", "-o", "json", "--snapshot", str(tmp_path))
+    assert whole.exit_code == 0 and "StaleReservation" not in whole.json()["items"][0]["findings"]
+    (tmp_path / "pods.yaml").write_text(yaml.safe_dump(holder)[:-40] + "\n  - [unclosed\n")
+    broken = dra("claims", "-A", "-o", "json", "--snapshot", str(tmp_path))
+    assert broken.exit_code == 4 and broken.stderr.startswith(f"error: {tmp_path / 'pods.yaml'}: invalid YAML")
+    assert "StaleReservation" not in broken.json()["items"][0]["findings"]
 
 
 # --------------------------------------------------------------------------- snapshot -o
