@@ -353,8 +353,11 @@ def check_target(directory: Path, overwrite: bool) -> None:
                   errno.ELOOP: "too many levels of symbolic links (a symlink loop)",
                   errno.EACCES: "permission denied", errno.EPERM: "operation not permitted",
                   errno.EROFS: "read-only file system"}.get(exc.errno, exc.strerror or str(exc))
-        where = f" ({exc.filename})" if exc.filename and os.fspath(exc.filename) != os.fspath(directory) else ""
-        raise InputError(f"cannot write snapshot to {directory}: {reason}{where}") from None
+        if exc.filename and os.fspath(exc.filename) != os.fspath(directory):
+            reason = (f"{exc.filename} is not a directory" if exc.errno in (errno.ENOTDIR, errno.EEXIST)
+                      and not os.path.isdir(exc.filename) else
+                      f"cannot create a directory in {exc.filename}: {reason[:1].lower()}{reason[1:]}")
+        raise InputError(f"cannot write snapshot to {directory}: {reason}") from None
 
 
 def _check_target(directory: Path, overwrite: bool) -> None:
