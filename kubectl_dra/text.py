@@ -74,6 +74,7 @@ def to_terminal(text: str) -> str:
 # Prose (findings, reasons, notes below a table) is wrapped, as a person reads it; a word longer than
 # the line (a path, an ID) is never cut.
 PROSE_WIDTH = 100
+TABLE_WIDTH = 120  # what a default table aims at (kubectl get's views fit it), and rows like ``file = value   why``
 HANGING_INDENT = 4
 
 
@@ -88,7 +89,8 @@ def wrap(line: str, limit: int = PROSE_WIDTH, indent: str | None = None) -> list
     pieces = re.split(r"( +)", body)  # word, spaces, word, ...: the spaces between words are kept
     out, current = [], lead + pieces[0]
     for spaces, word in zip(pieces[1::2], pieces[2::2]):
-        if width(current + spaces + word) > limit and current.strip():
+        # break before a word that fits a line of its own; one that would not (a path, an ID) stays
+        if width(current + spaces + word) > limit and current.strip() and width(more + word) <= limit:
             out.append(current)
             current = more + word
         else:
