@@ -73,7 +73,7 @@ def to_terminal(text: str) -> str:
 
 # Prose (findings, reasons, notes below a table) is wrapped, as a person reads it; a word longer than
 # the line (a path, an ID) is never cut.
-PROSE_WIDTH = 100
+PROSE_WIDTH = 120
 TABLE_WIDTH = 120  # what a default table aims at (kubectl get's views fit it), and rows like ``file = value   why``
 HANGING_INDENT = 4
 

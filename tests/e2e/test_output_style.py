@@ -56,7 +56,8 @@ def test_explain_node_uses_one_unit_per_row(dra):
 
 def test_attributes_print_booleans_as_true_false_and_quote_spaces(dra):
     result = dra("explain", "claim", "ingest-gateway-nic-v2tc9", "-n", "ml", "--snapshot", EXAMPLE)
-    line = next(li for li in result.stdout.splitlines() if li.strip().startswith("attributes:"))
+    block = result.stdout.split("attributes:", 1)[1].split("\n    network:")[0].split("\n    condition")[0]
+    line = " ".join(block.split())  # the list, wrapped below 120 columns
     assert "dra.net/rdma=false" in line and "dra.net/sriov=false" in line
     assert "True" not in line and "False" not in line
     assert 'dra.net/pciDevice="Elastic Network Adapter (ENA)"' in line and 'dra.net/alias=""' in line
