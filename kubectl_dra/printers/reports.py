@@ -65,7 +65,9 @@ def claims_table(reports: list[NodeEnforcementReport], *, no_headers: bool = Fal
     if not rows:
         return ""
     table = render(CLAIM_COLUMNS, rows, no_headers=no_headers, wide=wide)
-    return table if no_headers else table + "".join(f"{n}\n" for n in wrap_lines(notes))
+    if no_headers or not notes:
+        return table
+    return table + "\n" + "".join(f"{n}\n" for n in wrap_lines(notes))
 
 
 def summary_line(reports: list[NodeEnforcementReport]) -> str:

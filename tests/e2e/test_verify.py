@@ -25,7 +25,7 @@ def test_example_reports(dra):
     result = dra("verify", "--snapshot", str(EXAMPLE))
     assert result.exit_code == 1, result
     hugetlb = ["1073741824", "max", "RuntimeHugetlbDisabled"]  # containerd's default: info, still a match
-    divergences, claims = result.stdout.split("\n\n")
+    divergences, claims, notes = result.stdout.split("\n\n")
     expected = [
         ["worker-cpu-1", "default", "risk-engine", "engine", "hugetlb.2MB.max", *hugetlb],
         ["worker-cpu-1", "default", "risk-engine", "engine", "hugetlb.2MB.rsvd.max", *hugetlb],
@@ -39,7 +39,7 @@ def test_example_reports(dra):
         ("ingest-gateway-nic-v2tc9", "false", "PreparedNotReserved,ReservedNotPrepared"),
         ("llm-inference-7c9d8b6f5d-q8wzt-gpu-7xk2m", "true", "PreparedForGonePod"),
         ("trainer-gpus-hd295", "true", "CDIDeviceMissing")]
-    assert sum(line.startswith("worker-gpu-1 ml/") for line in claims.splitlines()) == 5
+    assert sum(line.startswith("worker-gpu-1 ml/") for line in notes.splitlines()) == 5
     assert max(map(len, result.stdout.splitlines())) <= 120
     assert "2 nodes, 6 pods: 5 match, 1 diverged, 0 unknown; 5 claims compared with the node: 5 findings" \
         in result.stdout
