@@ -44,7 +44,8 @@ def verify(ctx: click.Context, kube, node_flags, nodes, selector, cgroup_root, k
     local node itself. POD narrows to one pod (in -n's namespace).
 
     \b
-    Columns: NODE NAMESPACE POD CONTAINER FILE EXPECTED OBSERVED CAUSE.
+    Columns: NAMESPACE POD CONTAINER FILE EXPECTED OBSERVED CAUSE (-o wide
+    adds NODE and SEVERITY).
     Causes: KubeletDRADisabled, DRAAmountMissing, WeightFormula, DriverOverride,
     RuntimeHugetlbDisabled, ResizePending, PodLevelResources, CgroupMissing,
     CgroupUnreadable, InvalidField, Unexplained (see the README).

@@ -165,3 +165,11 @@ def test_usage_errors_that_name_objects_are_escaped(snapshot, dra):
 ])
 def test_the_escape_rule(raw, shown):
     assert terminal_safe(raw) == shown
+
+
+def test_colour_is_real_and_data_still_escaped(snapshot, dra):
+    """With --color always, our colour codes reach the terminal; the data's never do."""
+    result = dra("claims", "-A", "--color", "always", "--snapshot", str(snapshot / "cluster"))
+    assert "\x1b[32mallocated,reserved\x1b[0m" in result.stdout
+    assert "^[]0;pwned^G^[[2J" in result.stdout
+    assert "\x1b]" not in result.stdout and "\x1b[2J" not in result.stdout and "\x07" not in result.stdout
