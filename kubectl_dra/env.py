@@ -56,11 +56,12 @@ class Environment:
             return False
         return self.isatty and "NO_COLOR" not in self.environ and self.environ.get("TERM") != "dumb"
 
-    def write(self, text: str) -> None:
+    def write(self, text: str, *, encoded: bool = False) -> None:
         """Data for stdout. Every write passes here, so this is where control characters from
-        objects and files are escaped (kubectl_dra.text.terminal_safe); JSON and YAML hold none
-        (they are encoded), so they pass unchanged."""
-        self.stdout.write(to_terminal(text))
+        objects and files are escaped (kubectl_dra.text.terminal_safe). ``encoded``: a JSON or YAML
+        document from kubectl_dra.printers.documents, which escapes every control character itself
+        (they would pass unchanged anyway; this skips scanning a large document twice)."""
+        self.stdout.write(text if encoded else to_terminal(text))
 
     def error(self, text: str) -> None:
         """One message for stderr, escaped as :meth:`write` does."""

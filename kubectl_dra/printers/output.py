@@ -27,9 +27,9 @@ def emit(env: Environment, result: BaseModel, output: OutputOptions, *,
          text: Callable[[], str | Printed], names: Callable[[], list[str]] | None = None) -> None:
     """json/yaml serialize the result document; name prints ``kind/name`` lines; else ``text()``."""
     if output.format == "json":
-        env.write(to_json(result))
+        env.write(to_json(result), encoded=True)
     elif output.format == "yaml":
-        env.write(to_yaml(result))
+        env.write(to_yaml(result), encoded=True)
     elif output.format == "name" and names is not None:
         env.write("".join(n + "\n" for n in names()))
     else:
