@@ -23,6 +23,8 @@ CLAIM_COLUMNS = [
     Column("GROUPS", wide_only=True), Column("NODE-ALLOCATABLE", wide_only=True), Column("FINDINGS", wide_only=True),
 ]
 STATE_COLOR = {"pending": "yellow", "allocated": "green", "reserved": "green", "deleted": "red"}
+
+
 def node_allocatable_cell(mapping: dict[str, str], overhead: dict[str, dict[str, str]]) -> str:
     """``cpu=10`` for what devices map to, ``memory/pod=1Gi,memory/container=512Mi`` for overhead."""
     items = [f"{k}={v}" for k, v in mapping.items()]

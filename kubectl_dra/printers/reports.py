@@ -12,8 +12,8 @@ from kubectl_dra.printers.table import Column, cell, render
 from kubectl_dra.verify.report import NodeEnforcementReport
 from kubectl_dra.text import plural, wrap_lines
 
-DIVERGENCE_COLUMNS = [Column("NODE", wide_only=True), Column("NAMESPACE"), Column("POD"), Column("CONTAINER"), Column("FILE"),
-                      Column("EXPECTED"), Column("OBSERVED"), Column("CAUSE"), Column("SEVERITY", wide_only=True)]
+DIVERGENCE_COLUMNS = [Column("NODE", wide_only=True), Column("NAMESPACE"), Column("POD"), Column("CONTAINER"),
+                      Column("FILE"), Column("EXPECTED"), Column("OBSERVED"), Column("CAUSE"), Column("SEVERITY", wide_only=True)]
 
 
 def divergence_table(reports: list[NodeEnforcementReport], *, no_headers: bool = False, wide: bool = False,

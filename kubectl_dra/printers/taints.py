@@ -2,9 +2,10 @@
 then each finding in words.
 
 The default columns are what a person scans (under 120 columns on the example cluster): the
-device, its strongest taint effect (NoExecute over NoSchedule: the one that decides), the claim, how many pods it has and what happens to them. -o wide
-adds the node, the taints in full (key=value:effect), the pods by name, where each taint came from,
-since when, and when the eviction happens."""
+device, its strongest taint effect (NoExecute over NoSchedule: the one that decides), the claim,
+how many pods it has and what happens to them. -o wide adds the node, the taints in full
+(key=value:effect), the pods by name, where each taint came from, since when, and when the eviction
+happens."""
 
 from __future__ import annotations
 
