@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Callable, TextIO
 
+from kubectl_dra.text import to_terminal
+
 
 def _now() -> datetime:
     return datetime.now(timezone.utc)
@@ -54,11 +56,16 @@ class Environment:
             return False
         return self.isatty and "NO_COLOR" not in self.environ and self.environ.get("TERM") != "dumb"
 
-    def write(self, text: str) -> None:
-        self.stdout.write(text)
+    def write(self, text: str, *, encoded: bool = False) -> None:
+        """Data for stdout. Every write passes here, so this is where control characters from
+        objects and files are escaped (kubectl_dra.text.terminal_safe). ``encoded``: a JSON or YAML
+        document from kubectl_dra.printers.documents, which escapes every control character itself
+        (they would pass unchanged anyway; this skips scanning a large document twice)."""
+        self.stdout.write(text if encoded else to_terminal(text))
 
     def error(self, text: str) -> None:
-        self.stderr.write(text.rstrip("\n") + "\n")
+        """One message for stderr, escaped as :meth:`write` does."""
+        self.stderr.write(to_terminal(text.rstrip("\n")) + "\n")
 
 
 def program_name(argv0: str) -> str:

@@ -138,9 +138,10 @@ def run_scan_once(kube, node_flags: dict, node: str | None, cgroup_root: str, sy
         if report.status.claims:
             env.write(claims_table([report], no_headers=no_headers, wide=output_format == "wide",
                                    style=Style(env.use_color)))
-        env.write(summary_line([report]) + "\n")
+        say = env.error if no_headers else env.write  # --no-headers output is for pipes: prose to stderr
+        say(summary_line([report]) + "\n")
         for line in options_lines([report]):
-            env.write(line + "\n")
+            say(line + "\n")
     if report.status.message:
         env.error(f"error: {report.status.message}")
     for line in problem_lines(inventory):

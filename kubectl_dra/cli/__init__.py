@@ -28,7 +28,12 @@ class RootGroup(LazyGroup):
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
-        except (click.exceptions.Exit, click.ClickException, click.Abort):
+        except click.ClickException as exc:  # click prints it: a name from an object must not carry escapes
+            from kubectl_dra.text import terminal_safe
+
+            exc.message = terminal_safe(exc.message)
+            raise
+        except (click.exceptions.Exit, click.Abort):
             raise
         except KeyboardInterrupt:
             ctx.exit(ExitStatus.INTERRUPTED)

@@ -31,8 +31,8 @@ def claims(ctx: click.Context, kube, output, selector: str | None, only_findings
     """List ResourceClaims with their state, node, devices and reservations.
 
     \b
-    Columns: NAMESPACE (with -A) NAME STATE NODE DEVICES RESERVED-FOR AGE;
-    -o wide adds DRIVER POOL PODS GROUPS NODE-ALLOCATABLE FINDINGS. STATE is
+    Columns: NAMESPACE (with -A) NAME STATE NODE DEVICES AGE; -o wide adds
+    RESERVED-FOR DRIVER POOL PODS GROUPS NODE-ALLOCATABLE FINDINGS. STATE is
     kubectl's: pending, allocated, reserved, deleted. The plain table reads
     ResourceClaims only; -o wide, -o json and --findings also read Pods,
     ResourceSlices and PodGroups to find problems (see `kubectl dra explain

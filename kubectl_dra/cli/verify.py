@@ -45,7 +45,8 @@ def verify(ctx: click.Context, kube, node_flags, nodes, selector, cgroup_root, k
     local node itself. POD narrows to one pod (in -n's namespace).
 
     \b
-    Columns: NODE NAMESPACE POD CONTAINER FILE EXPECTED OBSERVED CAUSE.
+    Columns: NAMESPACE POD CONTAINER FILE EXPECTED OBSERVED CAUSE (-o wide
+    adds NODE and SEVERITY).
     Causes: KubeletDRADisabled, DRAAmountMissing, WeightFormula, DriverOverride,
     RuntimeHugetlbDisabled, ResizePending, PodLevelResources, CgroupMissing,
     CgroupUnreadable, InvalidField, Unexplained (see the README).
@@ -149,20 +150,21 @@ def verify(ctx: click.Context, kube, node_flags, nodes, selector, cgroup_root, k
                               style=Style(env.use_color), only_findings=output_format != "wide")
         if claims:
             env.write(("\n" if any(p.divergences for r in reports for p in r.status.pods) else "") + claims)
-        env.write(summary_line(reports) + "\n")
+        say = env.error if no_headers else env.write  # --no-headers output is for pipes: prose to stderr
+        say(summary_line(reports) + "\n")
         for report in reports:
             if report.status.message:
-                env.write(f"{report.metadata.name}: {report.status.message}\n")
+                say(f"{report.metadata.name}: {report.status.message}\n")
             if report.status.unreported_pods:
-                env.write(f"{report.metadata.name}: not in the report (created after its scan): "
-                          f"{', '.join(report.status.unreported_pods)}\n")
+                say(f"{report.metadata.name}: not in the report (created after its scan): "
+                    f"{', '.join(report.status.unreported_pods)}\n")
         if missing:
-            env.write("Nodes without a report: " + ", ".join(
+            say("Nodes without a report: " + ", ".join(
                 f"{n} ({plural(count, 'pod')} not checked)" if count else n
                 for n, count in missing.items()) + "\n")
         if output_format == "wide" or len(reports) == 1:
             for line in options_lines(reports):
-                env.write(line + "\n")
+                say(line + "\n")
     status = report_problems(env, inventory)
     if any(r.trusted_divergences() or r.status.summary.claim_findings for r in reports):
         ctx.exit(ExitStatus.DIVERGED)

@@ -6,6 +6,7 @@ from kubectl_dra.claims.explain import ClaimExplanation
 from kubectl_dra.printers.allocation import allocation_lines
 from kubectl_dra.printers.findings import findings_lines
 from kubectl_dra.printers.style import Style
+from kubectl_dra.text import wrap_lines
 from kubectl_dra.printers.table import scalar
 
 
@@ -69,4 +70,4 @@ def claim_tree(result: ClaimExplanation, style: Style) -> str:
             lines.append(f"    CDI:     {', '.join(v.cdi_devices)}")
     lines += allocation_lines(result.allocation, style)
     lines += findings_lines(result.findings, style)
-    return "\n".join(lines) + "\n"
+    return "\n".join(wrap_lines(lines)) + "\n"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from kubectl_dra.nodes.explain import NodeExplanation
 from kubectl_dra.printers.findings import findings_lines
 from kubectl_dra.printers.style import Style
+from kubectl_dra.text import wrap_lines
 from kubectl_dra.quantity import Quantity, in_one_unit
 from kubectl_dra.text import plural
 
@@ -40,4 +41,4 @@ def node_tree(result: NodeExplanation, style: Style) -> str:
     if result.predicted_resource_slices:
         lines.append(f"{style('Predicted ResourceSlices (proposal)', 'bold')} ({len(result.predicted_resource_slices)})")
     lines += findings_lines(result.findings, style)
-    return "\n".join(lines) + "\n"
+    return "\n".join(wrap_lines(lines)) + "\n"

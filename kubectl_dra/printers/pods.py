@@ -1,4 +1,8 @@
-"""The ``explain pod`` tree: pod -> claims -> devices -> DRA amounts -> cgroups, with reasons."""
+"""The ``explain pod`` tree: pod -> claims -> devices -> DRA amounts -> cgroups, with reasons.
+
+Describe-style prose, wrapped to the width a person reads (kubectl_dra.text.PROSE_WIDTH); a
+cgroup file's reason that does not fit beside its value (TABLE_WIDTH) is a numbered note below the
+files."""
 
 from __future__ import annotations
 
@@ -8,14 +12,29 @@ from kubectl_dra.printers.findings import findings_lines
 from kubectl_dra.printers.nodeoptions import node_options_line
 from kubectl_dra.printers.style import Style
 from kubectl_dra.quantity import Quantity, in_one_unit
+from kubectl_dra.text import TABLE_WIDTH, wrap, wrap_lines
 
 
 def _files(lines: list[str], files: dict[str, str], because: dict[str, str], style: Style, indent: str) -> None:
+    """``name = value   reason`` per file; a reason too long for the line is a note ``[n]`` below
+    the files, said once for every file it explains."""
     width = max((len(k) for k in files), default=0)
     value_width = max((len(v) for v in files.values()), default=0)
+    notes: dict[str, int] = {}
     for name, value in files.items():
         reason = because.get(name, "")
-        lines.append(f"{indent}{name.ljust(width)} = {value.ljust(value_width)}   {style(reason, 'dim')}".rstrip())
+        head = f"{indent}{name.ljust(width)} = {value.ljust(value_width)}   "
+        if len(head) + len(reason) > TABLE_WIDTH:
+            reason = f"[{notes.setdefault(reason, len(notes) + 1)}]"
+        lines.append(f"{head}{style(reason, 'dim')}".rstrip())
+    for reason, n in notes.items():
+        mark = f"{indent}[{n}] "
+        lines += [style(piece, "dim") for piece in wrap(mark + reason, indent=" " * len(mark))]
+
+
+def _below(path: str, parent: str | None) -> str:
+    """A container's cgroup under its pod's, without repeating the pod's (often 100 columns)."""
+    return "<pod-cgroup>/" + path[len(parent) + 1:] if parent and path.startswith(parent + "/") else path
 
 
 def pod_tree(result: PodExplanation, style: Style) -> str:
@@ -49,7 +68,7 @@ def pod_tree(result: PodExplanation, style: Style) -> str:
         lines += allocation_lines(result.allocation, style)
         lines += findings_lines(result.findings, style)
         lines.append(style("Cgroup values are predicted for when it runs: -o json (cgroups).", "dim"))
-        return "\n".join(lines) + "\n"
+        return "\n".join(wrap_lines(lines)) + "\n"
     lines.append(f"{style('Pod cgroup', 'bold')} {result.cgroups.pod.path or '<unknown>'}")
     if result.cgroups.unknown:
         lines.append("  " + style(f"unknown: {result.cgroups.unknown}", "yellow"))
@@ -60,9 +79,9 @@ def pod_tree(result: PodExplanation, style: Style) -> str:
     _files(lines, result.cgroups.pod.files, result.cgroups.pod.because, style, "  ")
     for c in result.cgroups.containers:
         kind = "" if c.type == "container" else f" ({c.type})"
-        lines.append(f"{style('Container', 'bold')} {c.name}{kind} {c.path}")
+        lines.append(f"{style('Container', 'bold')} {c.name}{kind} {_below(c.path, result.cgroups.pod.path)}")
         _files(lines, c.files, c.because, style, "  ")
     lines += findings_lines(result.findings, style)
-    lines.append(style(node_options_line(result.node_options.model_dump(mode="json", by_alias=True),
-                                         result.node_options_source), "dim"))
-    return "\n".join(lines) + "\n"
+    options = node_options_line(result.node_options.model_dump(mode="json", by_alias=True), result.node_options_source)
+    lines += [style(piece, "dim") for piece in wrap(options)]
+    return "\n".join(wrap_lines(lines)) + "\n"

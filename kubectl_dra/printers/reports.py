@@ -1,15 +1,19 @@
 """NodeEnforcementReports as a divergence table, a table of the node's DRA claims, and a summary
-(agent scan and ``kubectl dra verify``)."""
+(agent scan and ``kubectl dra verify``).
+
+The default columns are what a person scans (under 120 columns on the example cluster); the node,
+the severity, and the claims' holders, devices and sources are -o wide's. Each claim finding is
+then said in words below the table (not with --no-headers, whose output is for pipes)."""
 
 from __future__ import annotations
 
 from kubectl_dra.printers.style import Style
 from kubectl_dra.printers.table import Column, cell, render
 from kubectl_dra.verify.report import NodeEnforcementReport
-from kubectl_dra.text import plural
+from kubectl_dra.text import plural, wrap_lines
 
-DIVERGENCE_COLUMNS = [Column("NODE"), Column("NAMESPACE"), Column("POD"), Column("CONTAINER"), Column("FILE"),
-                      Column("EXPECTED"), Column("OBSERVED"), Column("CAUSE"), Column("SEVERITY", wide_only=True)]
+DIVERGENCE_COLUMNS = [Column("NODE", wide_only=True), Column("NAMESPACE"), Column("POD"), Column("CONTAINER"),
+                      Column("FILE"), Column("EXPECTED"), Column("OBSERVED"), Column("CAUSE"), Column("SEVERITY", wide_only=True)]
 
 
 def divergence_table(reports: list[NodeEnforcementReport], *, no_headers: bool = False, wide: bool = False,
@@ -36,14 +40,15 @@ def divergence_table(reports: list[NodeEnforcementReport], *, no_headers: bool =
                   colorize=colorize if style and style.enabled else None)
 
 
-CLAIM_COLUMNS = [Column("NODE"), Column("NAMESPACE"), Column("CLAIM"), Column("PREPARED"), Column("PREPARED-FOR"),
-                 Column("DEVICES"), Column("FINDINGS"), Column("CDI-DEVICES", wide_only=True),
-                 Column("SOURCES", wide_only=True)]
+CLAIM_COLUMNS = [Column("NODE", wide_only=True), Column("NAMESPACE"), Column("CLAIM"), Column("PREPARED"),
+                 Column("PREPARED-FOR", wide_only=True), Column("DEVICES", wide_only=True), Column("FINDINGS"),
+                 Column("CDI-DEVICES", wide_only=True), Column("SOURCES", wide_only=True)]
 
 
 def claims_table(reports: list[NodeEnforcementReport], *, no_headers: bool = False, wide: bool = False,
                  style: Style | None = None, only_findings: bool = False) -> str:
-    """The node's DRA claims (prepared or not, for whom, which devices), then each finding in words."""
+    """The node's DRA claims (prepared or not, for whom, which devices), then each finding in words
+    (not with ``no_headers``: the FINDINGS column names them)."""
     rows, notes = [], []
     for report in reports:
         for claim in report.status.claims:
@@ -59,7 +64,10 @@ def claims_table(reports: list[NodeEnforcementReport], *, no_headers: bool = Fal
                              f"{finding.message}")
     if not rows:
         return ""
-    return render(CLAIM_COLUMNS, rows, no_headers=no_headers, wide=wide) + "".join(f"{n}\n" for n in notes)
+    table = render(CLAIM_COLUMNS, rows, no_headers=no_headers, wide=wide)
+    if no_headers or not notes:
+        return table
+    return table + "\n" + "".join(f"{n}\n" for n in wrap_lines(notes))
 
 
 def summary_line(reports: list[NodeEnforcementReport]) -> str:
@@ -88,5 +96,5 @@ def options_lines(reports: list[NodeEnforcementReport]) -> list[str]:
     """Per node, the node options its prediction used and where each came from."""
     from kubectl_dra.printers.nodeoptions import node_options_line
 
-    return [f"{r.metadata.name}: {node_options_line(r.status.node_options, r.status.node_options_source)}"
-            for r in reports if r.status.node_options]
+    return wrap_lines([f"{r.metadata.name}: {node_options_line(r.status.node_options, r.status.node_options_source)}"
+                       for r in reports if r.status.node_options])

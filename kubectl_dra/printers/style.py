@@ -1,6 +1,9 @@
-"""ANSI colour, used only when the environment says so."""
+"""ANSI colour, used only when the environment says so. The codes are marked, not written: the
+output boundary makes them real after escaping what the data holds (kubectl_dra.text)."""
 
 from __future__ import annotations
+
+from kubectl_dra.text import colored
 
 _CODES = {"red": "31", "green": "32", "yellow": "33", "blue": "34", "magenta": "35", "cyan": "36",
           "bold": "1", "dim": "2"}
@@ -16,7 +19,7 @@ class Style:
         if not self.enabled or not styles or not text:
             return text
         codes = ";".join(_CODES[s] for s in styles if s in _CODES)
-        return f"\x1b[{codes}m{text}\x1b[0m"
+        return colored(codes, text)
 
     def severity(self, severity: str, text: str | None = None) -> str:
         return self(text if text is not None else severity, SEVERITY_COLOR.get(severity, ""))

@@ -1,6 +1,8 @@
 """kubectl-style tables: upper-case headers, columns padded by three spaces, no spaces in cells.
 
-``<none>`` marks an empty list and ``<unset>`` an unset scalar, as kubectl prints them.
+``<none>`` marks an empty list and ``<unset>`` an unset scalar, as kubectl prints them. A cell
+holding a line break is cut there with "..." and its control characters are escaped, as kubectl's
+table printer does, so every row stays one aligned line.
 """
 
 from __future__ import annotations
@@ -11,9 +13,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Callable, Sequence
 
+from kubectl_dra.text import COLOR_MARK, terminal_safe, width as _width
+
 NONE = "<none>"
 UNSET = "<unset>"
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_BREAK = re.compile("[\n\r\f\v\x1c-\x1e\x85\u2028\u2029]")  # what str.splitlines breaks at
+_CELL_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")  # a break or a control
 
 
 @dataclass(frozen=True)
@@ -48,17 +53,27 @@ def scalar(value: object) -> str:
     return text
 
 
+def safe_cell(text: str) -> str:
+    """kubectl's cell rule (cli-runtime tableprinter): cut at the first line break with "...", escape
+    the rest; a tab, which would break the alignment, as ^I."""
+    cut = _BREAK.search(text)
+    if cut:
+        text = text[:cut.start()] + "..."
+    return terminal_safe(text).replace("\t", "^I")
+
+
 def render(columns: Sequence[Column], rows: Sequence[Sequence[str]], *, wide: bool = False,
            no_headers: bool = False, colorize: Callable[[int, str], str] | None = None) -> str:
     """Aligned text; ``colorize(column_index, text)`` may wrap a padded cell in colour."""
     keep = [i for i, c in enumerate(columns) if wide or not c.wide_only]
     table = [[columns[i].header for i in keep]] if not no_headers else []
-    table += [[row[i] for i in keep] for row in rows]
+    table += [[safe_cell(row[i]) for i in keep] if _CELL_UNSAFE.search("".join(row)) else [row[i] for i in keep]
+              for row in rows]
     if not table:
         return ""
     widths, escaped = [], False
     for column in zip(*table):
-        if "\x1b" in "".join(column):  # colour codes take no room: measure those cells without them
+        if COLOR_MARK in "".join(column):  # colour codes take no room: measure those cells without them
             escaped = True
             widths.append(max(map(_width, column)))
         else:
@@ -77,11 +92,6 @@ def render(columns: Sequence[Column], rows: Sequence[Sequence[str]], *, wide: bo
                            else colorize(keep[j], text) for j, text in enumerate(r))
         lines.append(line.rstrip())
     return "\n".join(lines) + "\n"
-
-
-def _width(text: str) -> int:
-    """Printed width: colour codes take no room."""
-    return len(_ANSI.sub("", text)) if "\x1b" in text else len(text)
 
 
 def human_age(created: datetime | None, now: datetime) -> str:

@@ -1,34 +1,46 @@
 """The TaintExplanation as a table: one row per device and claim (or per device without claims),
-then each finding in words."""
+then each finding in words.
+
+The default columns are what a person scans (under 120 columns on the example cluster): the
+device, its strongest taint effect (NoExecute over NoSchedule: the one that decides), the claim,
+how many pods it has and what happens to them. -o wide adds the node, the taints in full
+(key=value:effect), the pods by name, where each taint came from, since when, and when the eviction
+happens."""
 
 from __future__ import annotations
 
 from kubectl_dra.printers.findings import findings_lines
+from kubectl_dra.printers.output import Printed
 from kubectl_dra.printers.style import Style
 from kubectl_dra.printers.table import Column, cell, render
 from kubectl_dra.taints.explain import TaintExplanation
+from kubectl_dra.text import wrap_lines
 
-COLUMNS = [Column("DEVICE"), Column("NODE"), Column("TAINTS"), Column("CLAIM"), Column("PODS"), Column("OUTCOME"),
+EFFECT_ORDER = {"NoExecute": 0, "NoSchedule": 1}  # the strongest effect decides what happens to the pods
+COLUMNS = [Column("DEVICE"), Column("NODE", wide_only=True), Column("EFFECT"), Column("TAINTS", wide_only=True),
+           Column("CLAIM"), Column("PODS"), Column("OUTCOME"),
            Column("SOURCE", wide_only=True), Column("SINCE", wide_only=True), Column("EVICT-AT", wide_only=True)]
 
 
-def taint_table(result: TaintExplanation, *, wide: bool = False, no_headers: bool = False, style: Style) -> str:
+def taint_table(result: TaintExplanation, *, wide: bool = False, no_headers: bool = False, style: Style) -> Printed:
     rows = []
     for device in result.devices:
         taints = [f"{t.key}={t.value}:{t.effect}" if t.value else f"{t.key}:{t.effect}" for t in device.taints]
+        effects = sorted({t.effect for t in device.taints}, key=lambda e: EFFECT_ORDER.get(e, len(EFFECT_ORDER)))[:1]
         sources = sorted({t.source for t in device.taints})
         since = sorted({t.time_added for t in device.taints if t.time_added})
-        common = [device.device, device.node or "<none>", taints]
+        common = [device.device, device.node or "<none>", effects, taints]
         for consumer in device.consumers or [None]:
             if consumer is None:
-                rows.append([cell(v) for v in (*common, "<none>", "<none>", "-", sources, since, None)])
-            else:
-                rows.append([cell(v) for v in (*common, consumer.claim, consumer.pods, consumer.outcome, sources, since,
+                rows.append([cell(v) for v in (*common, "<none>", "<none>" if wide else "0", "-", sources, since,
+                                               None)])
+            else:  # the pods by name in -o wide; the default says how many
+                pods = consumer.pods if wide else str(len(consumer.pods))
+                rows.append([cell(v) for v in (*common, consumer.claim, pods, consumer.outcome, sources, since,
                                                consumer.evict_at)])
-    head = "Dry run of DeviceTaintRule " + result.rule + ": nothing was applied\n" if result.dry_run else ""
+    heading = "Dry run of DeviceTaintRule " + result.rule + ": nothing was applied\n" if result.dry_run else ""
     if not rows:
-        body = "No tainted devices.\n" if not result.dry_run else "The rule selects no device.\n"
-    else:
-        body = render(COLUMNS, rows, no_headers=no_headers, wide=wide)
-    lines = findings_lines(result.findings, style) if result.findings else []
-    return head + body + "".join(line + "\n" for line in lines)
+        heading += "No tainted devices.\n" if not result.dry_run else "The rule selects no device.\n"
+    data = render(COLUMNS, rows, no_headers=no_headers, wide=wide) if rows else ""
+    lines = wrap_lines(findings_lines(result.findings, style)) if result.findings else []
+    return Printed(data, prose="".join(line + "\n" for line in lines), heading=heading)

@@ -44,12 +44,11 @@ def test_claims_all_namespaces_one_list_call_per_kind(live, dra):
     result = dra("claims", "-A", "--kubeconfig", kubeconfig)
     assert result.exit_code == 0, result
     lines = result.stdout.splitlines()
-    assert lines[0].split() == ["NAMESPACE", "NAME", "STATE", "NODE", "DEVICES", "RESERVED-FOR", "AGE"]
+    assert lines[0].split() == ["NAMESPACE", "NAME", "STATE", "NODE", "DEVICES", "AGE"]  # RESERVED-FOR: -o wide
     rows = {line.split()[1]: line.split() for line in lines[1:]}
-    assert rows["trainer-gpus"][:6] == ["ml", "trainer-gpus", "allocated,reserved", "worker-1", "gpu-0,gpu-1",
-                                        "podgroup/trainer"]
+    assert rows["trainer-gpus"][:5] == ["ml", "trainer-gpus", "allocated,reserved", "worker-1", "gpu-0,gpu-1"]
     assert rows["web-gpu-k2x9z"][0] == "default"
-    assert rows["spare"][2:6] == ["pending", "<none>", "<none>", "<none>"]
+    assert rows["spare"][2:5] == ["pending", "<none>", "<none>"]
     events = plane.requests_since(mark, ADMIN)
     assert [e["verb"] for e in events] == ["list"], "one list, no per-object GET; the plain table needs no pods"
     assert paths(events) == ["/apis/resource.k8s.io/v1/resourceclaims"]

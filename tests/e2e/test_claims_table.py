@@ -1,4 +1,4 @@
-"""The claims table an SRE reads: long reservation lists cut as kubectl cuts long cells, pods of
+"""The claims table an SRE reads: reservation lists (up to 256 entries) in -o wide only, pods of
 the same name told apart, the node-allocatable column with overhead, and ``--sort-by findings``
 in every output."""
 
@@ -24,11 +24,13 @@ def crowded(tmp_path):
     return write(tmp_path, [*pods, shared, resource_slice("worker-1", GPU, ["gpu-0"])])
 
 
-def test_reservations_are_cut_after_three_in_the_table(crowded, dra):
-    result = dra("claims", "-n", "ml", "--snapshot", crowded, "--no-headers")
+def test_reservations_are_left_to_wide_in_the_table(crowded, dra):
+    """The default view stays as narrow as kubectl get's: STATE says "reserved", -o wide says by whom."""
+    result = dra("claims", "-n", "ml", "--snapshot", crowded)
     assert result.exit_code == 0, result
-    assert result.stdout.split()[4:9] == ["pod/worker-000,pod/worker-001,pod/worker-002", "+", "247", "more...", "2d4h"]
-    assert len(result.stdout.splitlines()[0]) < 120
+    assert result.stdout.splitlines()[0].split() == ["NAME", "STATE", "NODE", "DEVICES", "AGE"]
+    assert result.stdout.splitlines()[1].split() == ["shared", "allocated,reserved", "worker-1", "gpu-0", "2d4h"]
+    assert max(map(len, result.stdout.splitlines())) < 120
 
 
 def test_wide_and_json_keep_every_reservation(crowded, dra):
@@ -50,7 +52,7 @@ def test_pods_of_the_same_name_are_told_apart(tmp_path, dra):
     result = dra("claims", "-n", "ml", "--snapshot", snap, "-o", "json")
     assert result.json()["items"][0]["reservedFor"] == [
         f"pod/web-0({uid('web-0/old')[:8]})", f"pod/web-0({uid('web-0/new')[:8]})", "pod/web-1"]
-    table = dra("claims", "-n", "ml", "--snapshot", snap, "--no-headers")
+    table = dra("claims", "-n", "ml", "--snapshot", snap, "--no-headers", "-o", "wide")
     assert table.stdout.split()[4] == f"pod/web-0({uid('web-0/old')[:8]}),pod/web-0({uid('web-0/new')[:8]}),pod/web-1"
 
 

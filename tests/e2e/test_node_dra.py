@@ -286,10 +286,12 @@ def test_table_output_lists_claims_and_each_finding_in_words(node):
     result = CliRunner().invoke(agent_cli, node.write())
     assert result.exit_code == 1
     lines = result.stdout.splitlines()
-    header = next(line for line in lines if line.startswith("NODE") and "PREPARED" in line)
-    assert header.split() == ["NODE", "NAMESPACE", "CLAIM", "PREPARED", "PREPARED-FOR", "DEVICES", "FINDINGS"]
-    assert any(line.split()[:5] == [NODE, "ml", "gpu-a", "true", "ml/trainer"] and line.split()[-1] == "PreparedNotReserved"
-               for line in lines)
+    header = next(line for line in lines if line.startswith("NAMESPACE") and "PREPARED" in line)
+    assert header.split() == ["NAMESPACE", "CLAIM", "PREPARED", "FINDINGS"]  # node, holders, devices: -o wide
+    assert any(line.split() == ["ml", "gpu-a", "true", "PreparedNotReserved"] for line in lines)
+    wide = CliRunner().invoke(agent_cli, [*node.write(), "-o", "wide"]).stdout.splitlines()
+    assert any(line.split()[:5] == [NODE, "ml", "gpu-a", "true", "ml/trainer"] and "PreparedNotReserved" in line.split()
+               for line in wide)
     assert any(line.startswith(f"{NODE} ml/gpu-a: PreparedNotReserved (error): ") for line in lines)
     assert "2 claims compared with the node: 1 finding" in result.stdout
 

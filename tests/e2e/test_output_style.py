@@ -56,7 +56,8 @@ def test_explain_node_uses_one_unit_per_row(dra):
 
 def test_attributes_print_booleans_as_true_false_and_quote_spaces(dra):
     result = dra("explain", "claim", "ingest-gateway-nic-v2tc9", "-n", "ml", "--snapshot", EXAMPLE)
-    line = next(li for li in result.stdout.splitlines() if li.strip().startswith("attributes:"))
+    block = result.stdout.split("attributes:", 1)[1].split("\n    network:")[0].split("\n    condition")[0]
+    line = " ".join(block.split())  # the list, wrapped below 120 columns
     assert "dra.net/rdma=false" in line and "dra.net/sriov=false" in line
     assert "True" not in line and "False" not in line
     assert 'dra.net/pciDevice="Elastic Network Adapter (ENA)"' in line and 'dra.net/alias=""' in line
@@ -75,3 +76,77 @@ def test_counts_agree_with_their_nouns(dra, tmp_path):
     (tmp_path / "o.yaml").write_text(yaml.safe_dump_all(objects))
     lone = dra("explain", "node", "worker-1", "--snapshot", str(tmp_path)).stdout
     assert re.search(r"pool worker-1  1 device$", lone, re.M), lone
+
+
+# -- width and pipes (issue 23, item 17) ---------------------------------------------------------
+
+DRAIN = str(Path(EXAMPLE).parent / "taint-rules" / "drain-worker-gpu-2.yaml")
+EVERYTHING = str(Path(EXAMPLE).parent / "taint-rules" / "everything.yaml")
+NODE_TREE = Path(EXAMPLE).parent / "nodes" / "worker-gpu-1"
+DEFAULT_VIEWS = [  # every command's default view on the example cluster (before: up to 605 columns)
+    ["claims", "-A"], ["explain", "claim", "shared-gpu", "-n", "ml"],
+    ["explain", "claim", "trainer-gpus-hd295", "-n", "ml"], ["explain", "claim", "ingest-gateway-nic-v2tc9", "-n", "ml"],
+    ["explain", "claim", "eval-replay-gpu", "-n", "default"], ["explain", "pod", "embedder", "-n", "ml"],
+    ["explain", "pod", "eval-replay", "-n", "default"], ["explain", "pod", "trainer-0-h6h2p", "-n", "ml"],
+    ["verify"],
+    ["verify", "--node", "worker-gpu-1", "--cgroup-root", str(NODE_TREE / "sys/fs/cgroup"),
+     "--kubelet-root", str(NODE_TREE / "var/lib/kubelet")],
+    ["overlays"], ["taints"], ["taints", "--dry-run", "-f", DRAIN], ["taints", "--dry-run", "-f", EVERYTHING],
+]
+
+
+@pytest.mark.parametrize("args", DEFAULT_VIEWS, ids=[" ".join(a[:4]) for a in DEFAULT_VIEWS])
+def test_default_views_fit_what_a_person_scans(args, dra):
+    """kubectl get's default views fit 120 columns; tables here stay within it, prose is wrapped to it."""
+    result = dra(*args, "--snapshot", EXAMPLE)
+    assert result.exit_code in (0, 1), result
+    widest = max(result.stdout.splitlines(), key=len)
+    assert len(widest) <= 120, widest
+
+
+@pytest.mark.parametrize("args,wide_only", [
+    (["claims", "-A"], ["RESERVED-FOR", "DRIVER", "FINDINGS"]),
+    (["verify"], ["NODE", "SEVERITY", "PREPARED-FOR", "DEVICES"]),
+    (["overlays"], ["CAPACITY", "SOURCE", "SETS"]),
+    (["taints"], ["NODE", "TAINTS", "SOURCE"]),
+])
+def test_the_rest_is_in_wide(args, wide_only, dra):
+    default = set(dra(*args, "--snapshot", EXAMPLE).stdout.split())
+    wide = set(dra(*args, "-o", "wide", "--snapshot", EXAMPLE).stdout.split())
+    assert not default & set(wide_only) and set(wide_only) <= wide
+
+
+@pytest.mark.parametrize("args,prose", [
+    (["verify"], ["2 nodes, 6 pods: 5 match", "Nodes without a report", "PreparedNotReserved (error):"]),
+    (["verify", "--node", "worker-gpu-1"], ["1 node, 5 pods", "Node options:"]),
+    (["overlays"], ["ERROR OverlayConflict:"]),
+    (["taints"], ["Findings (1)", "WARNING DeviceUnhealthy:"]),
+    (["taints", "--dry-run", "-f", DRAIN], ["Dry run of DeviceTaintRule", "ERROR DeviceTaintedNoExecute:"]),
+])
+def test_no_headers_output_is_rows_only(args, prose, dra):
+    """--no-headers is for pipes: headings, findings in words and summaries leave stdout (to stderr,
+    or, for verify's per-claim notes, dropped: the FINDINGS column names them)."""
+    shown = dra(*args, "--snapshot", EXAMPLE)
+    piped = dra(*args, "--snapshot", EXAMPLE, "--no-headers")
+    assert piped.exit_code == shown.exit_code
+    for text in prose:
+        assert text in shown.stdout and text not in piped.stdout, text
+    moved = [t for t in prose if "(error):" not in t]
+    assert all(t in piped.stderr for t in moved), piped.stderr
+    rows = [line.split() for line in piped.stdout.splitlines() if line]
+    table_rows = [line.split() for line in shown.stdout.splitlines()]
+    assert rows and all(row in table_rows for row in rows)  # every line is a row of the shown tables
+
+
+def test_agent_scan_no_headers_output_is_rows_only():
+    from click.testing import CliRunner
+
+    from node_agent.__main__ import cli as agent_cli
+
+    args = ["scan", "--once", "--snapshot", EXAMPLE, "--node", "worker-gpu-1", "--cgroup-root",
+            str(NODE_TREE / "sys/fs/cgroup"), "--kubelet-root", str(NODE_TREE / "var/lib/kubelet")]
+    shown, piped = CliRunner().invoke(agent_cli, args), CliRunner().invoke(agent_cli, [*args, "--no-headers"])
+    assert "1 node, 5 pods" in shown.stdout and "Node options:" in shown.stdout
+    assert "1 node, 5 pods" in piped.stderr and "Node options:" in piped.stderr
+    assert "1 node" not in piped.stdout and "Node options" not in piped.stdout and "(error):" not in piped.stdout
+    assert max(map(len, shown.stdout.splitlines())) <= 120

@@ -36,9 +36,12 @@ def test_the_example_clusters_tainted_and_unhealthy_devices(dra):
     (unhealthy,) = [f for f in doc["findings"] if f["code"] == "DeviceUnhealthy"]
     assert "llm-inference-7c9d8b6f5d-r772r" in unhealthy["message"] and "XID 79" in unhealthy["message"]
     table = dra("taints", "--snapshot", str(EXAMPLE)).stdout.splitlines()
-    assert table[0].split() == ["DEVICE", "NODE", "TAINTS", "CLAIM", "PODS", "OUTCOME"]
-    assert table[1].split() == ["gpu.example.com/worker-gpu-2/gpu-3", "worker-gpu-2",
-                                "gpu.example.com/unhealthy=ecc-errors:NoSchedule", "<none>", "<none>", "-"]
+    assert table[0].split() == ["DEVICE", "EFFECT", "CLAIM", "PODS", "OUTCOME"]
+    assert table[1].split() == ["gpu.example.com/worker-gpu-2/gpu-3", "NoSchedule", "<none>", "0", "-"]
+    wide = dra("taints", "--snapshot", str(EXAMPLE), "-o", "wide").stdout.splitlines()  # the taint in full
+    assert wide[0].split()[:6] == ["DEVICE", "NODE", "EFFECT", "TAINTS", "CLAIM", "PODS"]
+    assert wide[1].split()[:6] == ["gpu.example.com/worker-gpu-2/gpu-3", "worker-gpu-2", "NoSchedule",
+                                   "gpu.example.com/unhealthy=ecc-errors:NoSchedule", "<none>", "<none>"]
 
 
 def test_dry_run_of_a_maintenance_rule(dra):

@@ -15,25 +15,32 @@ NODES = ROOT / "examples" / "nodes"
 
 
 def rows(stdout: str) -> list[list[str]]:
-    return [line.split() for line in stdout.splitlines()[1:] if line.startswith("worker-")]
+    """The rows of the first table in ``stdout`` (up to a blank line or the prose below it)."""
+    lines = stdout.split("\n\n")[0].splitlines()
+    header = len(lines[0].split())
+    return [line.split() for line in lines[1:] if len(line.split()) == header and not line.startswith(" ")]
 
 
 def test_example_reports(dra):
     result = dra("verify", "--snapshot", str(EXAMPLE))
     assert result.exit_code == 1, result
     hugetlb = ["1073741824", "max", "RuntimeHugetlbDisabled"]  # containerd's default: info, still a match
-    divergences, claims = result.stdout.split("\n\n")
-    assert rows(divergences) == [
+    divergences, claims, notes = result.stdout.split("\n\n")
+    expected = [
         ["worker-cpu-1", "default", "risk-engine", "engine", "hugetlb.2MB.max", *hugetlb],
         ["worker-cpu-1", "default", "risk-engine", "engine", "hugetlb.2MB.rsvd.max", *hugetlb],
         ["worker-gpu-1", "ml", "embedder", "reranker", "memory.max", "5905580032", "4294967296", "DRAAmountMissing"],
         ["worker-gpu-1", "ml", "trainer-0-h6h2p", "trainer", "cpu.weight", "532", "313", "WeightFormula"]]
+    assert rows(divergences) == [row[1:] for row in expected]  # the node: -o wide
+    wide = dra("verify", "--snapshot", str(EXAMPLE), "-o", "wide").stdout
+    assert [row[:-1] for row in rows(wide)] == expected  # and the severity
     # the node's DRA state: only claims with findings, each finding then in words
-    assert [(r[2], r[3], r[-1]) for r in rows(claims) if len(r) == 7] == [
+    assert [(r[1], r[2], r[-1]) for r in rows(claims)] == [
         ("ingest-gateway-nic-v2tc9", "false", "PreparedNotReserved,ReservedNotPrepared"),
         ("llm-inference-7c9d8b6f5d-q8wzt-gpu-7xk2m", "true", "PreparedForGonePod"),
         ("trainer-gpus-hd295", "true", "CDIDeviceMissing")]
-    assert sum(line.startswith("worker-gpu-1 ml/") for line in claims.splitlines()) == 5
+    assert sum(line.startswith("worker-gpu-1 ml/") for line in notes.splitlines()) == 5
+    assert max(map(len, result.stdout.splitlines())) <= 120
     assert "2 nodes, 6 pods: 5 match, 1 diverged, 0 unknown; 5 claims compared with the node: 5 findings" \
         in result.stdout
     assert "Nodes without a report: worker-gpu-2 (4 pods not checked)" in result.stdout
@@ -53,7 +60,8 @@ def test_example_reports_json_and_filters(dra):
     assert "1 pod was not verified" in narrowed.stderr
     pod = dra("verify", "embedder", "-n", "ml", "--snapshot", str(EXAMPLE), "-o", "wide", "--no-headers")
     assert pod.exit_code == 1 and pod.stdout.splitlines()[0].split()[-1] == "error"
-    assert "2 nodes, 1 pod: 0 match, 1 diverged" in pod.stdout
+    # --no-headers output is for pipes: the summary is said on stderr
+    assert "2 nodes, 1 pod: 0 match, 1 diverged" in pod.stderr and "diverged" not in pod.stdout
 
 
 def test_stale_report_is_not_trusted(tmp_path, dra):

@@ -47,15 +47,23 @@ def test_cells_never_contain_spaces_and_mark_empty_values():
 
 
 def test_colour_codes_do_not_break_alignment():
+    """Colour is marked by Style and made real at the output boundary; the marks take no room."""
+    from kubectl_dra.printers.style import Style
+    from kubectl_dra.text import to_terminal
+
+    red = Style(True)
     columns = [Column("NAME"), Column("STATE")]
     rows = [["a", "ok"], ["bbbb", "bad"]]
-    text = render(columns, rows, colorize=lambda i, t: f"\x1b[31m{t}\x1b[0m" if i == 0 else t)
+    text = to_terminal(render(columns, rows, colorize=lambda i, t: red(t, "red") if i == 0 else t))
     assert text.splitlines()[1] == "\x1b[31ma\x1b[0m      ok"
     assert text.splitlines()[2] == "\x1b[31mbbbb\x1b[0m   bad"
     # cells that already carry colour (no colorize): still measured without the codes
-    coloured = [["\x1b[32ma\x1b[0m", "ok"], ["bbbb", "\x1b[31mbad\x1b[0m"]]
-    assert render(columns, coloured, no_headers=True).splitlines() == ["\x1b[32ma\x1b[0m      ok",
-                                                                        "bbbb   \x1b[31mbad\x1b[0m"]
+    coloured = [[red("a", "green"), "ok"], ["bbbb", red("bad", "red")]]
+    assert to_terminal(render(columns, coloured, no_headers=True)).splitlines() == [
+        "\x1b[32ma\x1b[0m      ok", "bbbb   \x1b[31mbad\x1b[0m"]
+    # an escape sequence that came with the data is not colour: escaped, and measured as printed
+    forged = [["\x1b[32ma", "ok"], ["bbbb", "bad"]]
+    assert to_terminal(render(columns, forged, no_headers=True)).splitlines() == ["^[[32ma   ok", "bbbb      bad"]
 
 
 def test_short_last_cells_leave_no_trailing_spaces():
