@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
+import re
 import sys
 
 import click
@@ -20,6 +22,52 @@ EXIT = ("Exit codes (scan): 0 every pod matches (or the node runs none); 1 diver
 def cli() -> None:
     """Read the cgroup v2 values of every pod on this node and compare them with what the
     kubelet and the runtime should have written, DRA node-allocatable amounts included."""
+
+
+_HOST_NAME = re.compile(r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*")
+
+
+def _is_host(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+        return True
+    except ValueError:
+        return len(host) <= 253 and _HOST_NAME.fullmatch(host) is not None
+
+
+class ListenAddress(click.ParamType):
+    """``HOST:PORT`` (``[::1]:8080`` for IPv6, ``:8080`` for every address) with a port in 0-65535;
+    the pair is returned so nothing downstream splits the text again."""
+
+    name = "address"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, tuple):
+            return value
+        host, sep, port = str(value).rpartition(":")
+        if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+            self.fail(f'"{value}": use HOST:PORT with a port from 0 to 65535, e.g. 0.0.0.0:8080', param, ctx)
+        host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+        if host and not _is_host(host):
+            self.fail(f'"{value}": "{host}" is not a host name or an IP address', param, ctx)
+        return host or "0.0.0.0", int(port)
+
+
+class Interval(click.ParamType):
+    """Seconds between rescans: a finite number of at least MIN_INTERVAL, so the loop never spins."""
+
+    name = "seconds"
+    MIN_INTERVAL = 1.0
+    MAX_INTERVAL = 86400.0
+
+    def convert(self, value, param, ctx):
+        try:
+            seconds = float(value)
+        except (TypeError, ValueError):
+            self.fail(f'"{value}" is not a number of seconds', param, ctx)
+        if not self.MIN_INTERVAL <= seconds <= self.MAX_INTERVAL:  # NaN fails both comparisons
+            self.fail(f'"{value}": between {self.MIN_INTERVAL:g} and {self.MAX_INTERVAL:g} seconds', param, ctx)
+        return seconds
 
 
 def agent_options(command):
@@ -68,8 +116,12 @@ def scan_command(ctx, kube, node_flags, node, cdi_dirs, kubelet_root, cgroup_roo
       dra-node-agent scan --once --node worker-1
       dra-node-agent scan --once --snapshot bundle/ --node worker-1 --cgroup-root /tmp/tree/fs/cgroup -o json
     """
+    from node_agent.cgroupfs import CgroupFS
     from node_agent.service import run_scan_once
 
+    unusable = CgroupFS(cgroup_root, sys_root).unusable()
+    if unusable:  # the same check and words as kubectl dra verify --cgroup-root
+        raise click.BadParameter(unusable[1], param_hint="'--cgroup-root'")
     sys.exit(run_scan_once(kube, node_flags, node, cgroup_root, sys_root, output_format, no_headers,
                            kubelet_root=kubelet_root, cdi_dirs=tuple(cdi_dirs) or None))
 
@@ -78,8 +130,10 @@ def scan_command(ctx, kube, node_flags, node, cdi_dirs, kubelet_root, cgroup_roo
 @kube_options
 @node_options
 @agent_options
-@click.option("--listen", default="0.0.0.0:8080", show_default=True, help="Address for /metrics /healthz /readyz /report.")
-@click.option("--interval", default=60.0, show_default=True, type=float, help="Seconds between full rescans.")
+@click.option("--listen", default="0.0.0.0:8080", show_default=True, type=ListenAddress(),
+              help="HOST:PORT for /metrics /healthz /readyz /report.")
+@click.option("--interval", default=60.0, show_default=True, type=Interval(),
+              help="Seconds between full rescans (1 to 86400; pod changes rescan at once).")
 @click.option("--publish/--no-publish", default=True, show_default=True,
               help="Write the NodeEnforcementReport and Events (off: metrics and /report only).")
 @click.option("--check-network", is_flag=True,
@@ -94,10 +148,18 @@ def run_command(kube, node_flags, node, cdi_dirs, kubelet_root, cgroup_root, sys
     from node_agent.service import Agent, AgentConfig, choose_node
 
     name, _ = choose_node(node, os.environ)
+    host, port = listen
+    listen = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     config = AgentConfig(node=name, cgroup_root=cgroup_root, sys_root=sys_root, listen=listen, interval=interval,
                          publish=publish, check_network=check_network, proc_root=proc_root, node_flags=node_flags,
                          kubelet_root=kubelet_root, cdi_dirs=tuple(cdi_dirs) or None)
-    sys.exit(Agent(config, kube).serve_forever())
+    agent = Agent(config, kube)
+    try:
+        agent.start_http()
+    except OSError as exc:  # the address is well formed but this host cannot listen there
+        raise click.BadParameter(f'cannot listen on "{listen}": {exc.strerror or exc}', param_hint="'--listen'") \
+            from None
+    sys.exit(agent.serve_forever())
 
 
 def main() -> None:

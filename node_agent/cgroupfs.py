@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import errno
 import os
+import stat
 from pathlib import Path
 
 from kubectl_dra.cgroups.paths import qos_cgroup
@@ -36,6 +37,20 @@ class CgroupFS:
         if any((self.root / c).is_dir() for c in ("memory", "cpu", "cpu,cpuacct")):
             return "v1"
         return "missing" if not self.root.exists() else "unknown"
+
+    def unusable(self) -> tuple[str, str] | None:
+        """Why this root cannot be scanned, as (cause, message); None for a cgroup v2 mount. A
+        missing or wrong path is CgroupMissing (the flag or the mount is wrong), cgroup v1 is
+        CgroupUnsupported (the node is): ``scan --once``, ``verify --cgroup-root`` and the
+        service's report say the same words."""
+        version = self.version()
+        if version == "v2":
+            return None
+        return {"hybrid": ("CgroupUnsupported", f"{self.root}: this node runs cgroup v1 controllers (hybrid mode); "
+                           "only cgroup v2 is supported"),
+                "v1": ("CgroupUnsupported", f"{self.root}: this node runs cgroup v1; only cgroup v2 is supported"),
+                "missing": ("CgroupMissing", f"{self.root} does not exist (mount the host's /sys/fs/cgroup there)")}.get(
+            version, ("CgroupMissing", f"{self.root} is not a cgroup v2 mount (no cgroup.controllers there)"))
 
     def driver(self, kubelet_root: str = "/") -> str | None:
         """systemd when kubepods is a slice, cgroupfs when it is a plain directory (None: no kubepods)."""
@@ -73,25 +88,17 @@ class CgroupFS:
             return observed
         except OSError as exc:
             observed.error = f"cannot open cgroup {relative}: {_reason(exc)}"
+            observed.error_cause = "CgroupUnreadable"
             return observed
         try:
             values = observed.files
             for name in files:
                 try:
-                    fd = os.open(name, os.O_RDONLY, dir_fd=directory)
+                    values[name] = read_small(name, dir_fd=directory, limit=FILE_LIMIT).decode("ascii", "replace").strip()
                 except FileNotFoundError:
                     values[name] = None
-                    continue
-                except OSError as exc:
-                    observed.error = f"cannot read {relative}/{name}: {_reason(exc)}"
-                    return observed
-                try:
-                    values[name] = os.read(fd, 4096).decode("ascii", "replace").strip()
-                except OSError as exc:
-                    observed.error = f"cannot read {relative}/{name}: {_reason(exc)}"
-                    return observed
-                finally:
-                    os.close(fd)
+                except OSError as exc:  # this file only: the others are still compared
+                    observed.unreadable[name] = f"cannot read {relative}/{name}: {_reason(exc)}"
         finally:
             os.close(directory)
         return observed
@@ -117,7 +124,7 @@ class CgroupFS:
     def procs(self, relative: str) -> list[int]:
         """PIDs in a cgroup (``cgroup.procs``), for naming the processes behind a divergence."""
         try:
-            text = (self.root / relative / "cgroup.procs").read_text()
+            text = read_small(str(self.root / relative / "cgroup.procs"), limit=PROCS_LIMIT).decode("ascii", "replace")
         except OSError:
             return []
         return [int(line) for line in text.split() if line.isdigit()]
@@ -134,7 +141,7 @@ class CgroupFS:
         read counts as running, so nothing is concluded from it."""
         def holds(path: str) -> bool:
             try:
-                return bool((self.root / path / "cgroup.procs").read_text().split())
+                return bool(read_small(str(self.root / path / "cgroup.procs"), limit=PROCS_LIMIT).split())
             except OSError:
                 return True
 
@@ -145,6 +152,37 @@ class CgroupFS:
         except OSError:
             return True
         return holds(relative.strip("/")) or any(holds(child) for child in children)
+
+
+FILE_LIMIT = 4096  # a cgroup value file (cpu.max, memory.max, cpuset.cpus) fits in a page
+PROCS_LIMIT = 1 << 20  # cgroup.procs: a PID per line; a MiB holds over 100,000
+
+
+class NotRegularFile(OSError):
+    """A FIFO, device or socket where a kernel file belongs (a test tree, a wrong mount)."""
+
+
+def read_small(path: str, *, dir_fd: int | None = None, limit: int) -> bytes:
+    """At most ``limit`` bytes of a regular file. Opened non-blocking and checked with fstat before
+    the read, so a FIFO or a device in the tree is refused at once, never waited on or read without
+    end; what is beyond the limit is not read (OSError EFBIG, said as "larger than")."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise NotRegularFile(errno.EINVAL, f"not a regular file ({_kind(mode)})")
+        data = os.read(fd, limit + 1)
+        if len(data) > limit:
+            raise OSError(errno.EFBIG, f"larger than {limit} bytes")
+        return data
+    finally:
+        os.close(fd)
+
+
+def _kind(mode: int) -> str:
+    return ("a FIFO" if stat.S_ISFIFO(mode) else "a character device" if stat.S_ISCHR(mode) else
+            "a block device" if stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode) else
+            "a directory" if stat.S_ISDIR(mode) else "not a file")
 
 
 def _reason(exc: OSError) -> str:

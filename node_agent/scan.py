@@ -57,8 +57,8 @@ def _observe(fs: CgroupFS, pod: Pod, expected: PodCgroups, options: NodeOptions)
 
 def _seen(observed: ObservedPod) -> tuple:
     """Everything of a pod's observation a verdict depends on, comparable by value."""
-    return (observed.pod.files, observed.pod.error, observed.skipped,
-            [(name, c.files, c.error) for name, c in observed.containers.items()])
+    return (observed.pod.files, observed.pod.error, observed.pod.unreadable, observed.skipped,
+            [(name, c.files, c.error, c.unreadable) for name, c in observed.containers.items()])
 
 
 def _detect_weight_formula(samples: list[tuple[int, str | None]]) -> str | None:
@@ -146,13 +146,10 @@ def scan(node_name: str, inventory: Inventory, fs: CgroupFS, given: dict[str, ob
         if node_dra.usable and report.status.cgroup_version != "v2":
             report.status.claims = reconcile(pods, claims or {}, node_dra, now)
     if report.status.cgroup_version != "v2":
-        reason = {"hybrid": "this node runs cgroup v1 controllers (hybrid mode); only cgroup v2 is supported",
-                  "v1": "this node runs cgroup v1; only cgroup v2 is supported",
-                  "missing": f"{fs.root} does not exist (mount the host's /sys/fs/cgroup there)"}.get(
-            report.status.cgroup_version, f"{fs.root} is not a cgroup v2 mount")
+        cause, reason = fs.unusable()
         report.status.message = reason
         report.status.pods = [PodVerdict(namespace=p.namespace or "", name=p.name, uid=p.uid, verdict="Unknown",
-                                         divergences=[Divergence(scope="pod", file="-", cause="CgroupUnsupported",
+                                         divergences=[Divergence(scope="pod", file="-", cause=cause,
                                                                  severity="warning", message=reason)])
                               for p in pods]
         return report.summarize()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable
@@ -10,10 +11,15 @@ from typing import Callable
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 
+class _Server6(ThreadingHTTPServer):
+    address_family = socket.AF_INET6
+
+
 def serve(listen: str, registry, healthy: Callable[[], bool], ready: Callable[[], bool],
           report: Callable[[], dict | None]) -> ThreadingHTTPServer:
     """Start serving in a daemon thread; returns the server (``server_address`` has the real port)."""
     host, _, port = listen.rpartition(":")
+    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
 
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, *args) -> None:  # no access log on stderr
@@ -45,7 +51,8 @@ def serve(listen: str, registry, healthy: Callable[[], bool], ready: Callable[[]
             self.end_headers()
             self.wfile.write(body)
 
-    server = ThreadingHTTPServer((host or "0.0.0.0", int(port)), Handler)
+    server_class = _Server6 if ":" in host else ThreadingHTTPServer
+    server = server_class((host or "0.0.0.0", int(port)), Handler)
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, name="http", daemon=True).start()
     return server

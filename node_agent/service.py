@@ -218,6 +218,8 @@ class Agent:
 
             check_network(report, inventory, self.source, self.fs, self.config.proc_root)
             report.summarize()
+        if self.stop.is_set():  # shutting down: this scan may be cut short; keep the last report
+            return report
         self.metrics.record(report, time.perf_counter() - started)
         self.report = report
         if self.config.publish and self.session is not None:
@@ -299,20 +301,29 @@ class Agent:
         return ("scan failed unexpectedly (this is a bug; keeping the last report):\n"
                 + "".join(traceback.format_exception(exc)).rstrip())
 
+    def shutdown(self, *_) -> None:
+        """SIGTERM and SIGINT: end now. The loop wakes from its wait; a scan in flight is abandoned
+        (``scan_once`` publishes nothing once ``stop`` is set), so the DaemonSet's pod exits within a
+        second instead of after its grace period's SIGKILL."""
+        self.stop.set()
+        self.trigger.set()
+
     def serve_forever(self) -> int:
-        signal.signal(signal.SIGTERM, lambda *_: self.stop.set())
-        self.start_http()
+        """Serve until SIGTERM/SIGINT. The scan loop runs in a daemon thread, so a scan blocked in
+        a read never holds the exit; the main thread only waits for ``stop``."""
+        signal.signal(signal.SIGTERM, self.shutdown)
+        signal.signal(signal.SIGINT, self.shutdown)
+        if self.server is None:
+            self.start_http()
         try:
             self.connect()
         except DRAError as exc:
             self.env.error(f"cannot connect yet: {exc}")
         if self.session is not None:
             threading.Thread(target=self.watch_pods, name="watch", daemon=True).start()
-        try:
-            self.loop()
-        except KeyboardInterrupt:
+        threading.Thread(target=self.loop, name="scan", daemon=True).start()
+        while not self.stop.wait(1.0):  # a timed wait, so the signal handler runs promptly
             pass
         self.server.shutdown()
+        self.server.server_close()
         return 0
-
-

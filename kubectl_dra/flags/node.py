@@ -6,6 +6,56 @@ import functools
 
 import click
 
+
+class _Parsed(click.ParamType):
+    """A flag value parsed by a core function: its InputError becomes click's usage error (exit 2)
+    in both programs, so ``kubectl-dra`` and ``dra-node-agent`` reject the same values the same way."""
+
+    def __init__(self, name: str, parse):
+        self.name, self._parse = name, parse
+
+    def convert(self, value, param, ctx):
+        if not isinstance(value, str):
+            return value
+        from kubectl_dra.errors import InputError
+
+        try:
+            return self._parse(value)
+        except InputError as exc:
+            self.fail(str(exc).replace(f"invalid {param.opts[0] if param else ''} ", "", 1), param, ctx)
+
+
+def _period(text: str) -> int:
+    from kubectl_dra.cgroups.options import parse_period
+
+    return parse_period(text)
+
+
+def _sizes(text: str) -> list[int]:
+    from kubectl_dra.cgroups.options import parse_hugepage_sizes
+
+    return parse_hugepage_sizes(text)
+
+
+def _factor(text: str) -> str:
+    """kubelet memoryThrottlingFactor: a number in (0, 1] (its validation), kept as text."""
+    from fractions import Fraction
+
+    from kubectl_dra.errors import InputError
+
+    try:
+        factor = Fraction(text.strip())
+    except (ValueError, ZeroDivisionError):
+        factor = None
+    if factor is None or not 0 < factor <= 1:
+        raise InputError(f'"{text}": a number in (0, 1], e.g. 0.9')
+    return text.strip()
+
+
+PERIOD = _Parsed("duration", _period)
+HUGEPAGE_SIZES = _Parsed("sizes", _sizes)
+THROTTLING_FACTOR = _Parsed("factor", _factor)
+
 _SPECS = [
     (("--cgroup-driver",), dict(type=click.Choice(["systemd", "cgroupfs"]),
                                 help="Kubelet cgroup driver [default: systemd].")),
@@ -14,7 +64,7 @@ _SPECS = [
     (("--weight-formula",), dict(type=click.Choice(["linear", "quadratic"]),
                                  help="Runtime's shares->cpu.weight formula for containers (runc >= 1.3.2 and "
                                       "crun >= 1.23: quadratic) [default: quadratic]; pods always use linear.")),
-    (("--cpu-cfs-period",), dict(metavar="DURATION", help="Kubelet cpuCFSQuotaPeriod [default: 100ms].")),
+    (("--cpu-cfs-period",), dict(type=PERIOD, metavar="DURATION", help="Kubelet cpuCFSQuotaPeriod [default: 100ms].")),
     (("--cpu-cfs-quota",), dict(type=click.Choice(["on", "off"]),
                                 help="Kubelet cpuCFSQuota: off leaves pods and containers without CFS quota "
                                      "[default: on].")),
@@ -26,7 +76,7 @@ _SPECS = [
                                   help="Whether the runtime applies container hugepage limits (containerd's "
                                        "disable_hugetlb_controller is true by default) [default: containerd off, "
                                        "CRI-O on; the agent detects it from the cgroups].")),
-    (("--hugepage-sizes",), dict(metavar="SIZES", help="Host huge page sizes, e.g. 2Mi,1Gi or none "
+    (("--hugepage-sizes",), dict(type=HUGEPAGE_SIZES, metavar="SIZES", help="Host huge page sizes, e.g. 2Mi,1Gi or none "
                                                          "[default: from the Node, else 2Mi,1Gi].")),
     (("--kubelet-dra",), dict(type=click.Choice(["on", "off"]),
                               help="Whether the kubelet adds node-allocatable DRA amounts to cgroups [default: "
@@ -36,7 +86,7 @@ _SPECS = [
                              help="Predict Memory QoS files (memory.min/low/high): off (the MemoryQoS gate is "
                                   "off), none or tiered (its memoryReservationPolicy, 1.36+), legacy (kubelets "
                                   "before 1.36: memory.min = requests) [default: off].")),
-    (("--memory-throttling-factor",), dict(metavar="F", help="Kubelet memoryThrottlingFactor: Memory QoS sets "
+    (("--memory-throttling-factor",), dict(type=THROTTLING_FACTOR, metavar="F", help="Kubelet memoryThrottlingFactor: Memory QoS sets "
                                                             "memory.high only when it is set [default: unset, as "
                                                             "in the 1.37 kubelet; 0.9 with --memory-qos legacy].")),
 ]
@@ -51,28 +101,11 @@ def node_options(command):
 
     @functools.wraps(command)
     def wrapper(*args, **kwargs):
-        from kubectl_dra.cgroups.options import parse_hugepage_sizes, parse_period
-        from kubectl_dra.errors import InputError
-
         raw = {name: kwargs.pop(name) for name in _NAMES}
         given = {k: v for k, v in raw.items() if v is not None}
-        if "cpu_cfs_period" in given:
-            given["cpu_cfs_period"] = parse_period(given["cpu_cfs_period"])
-        if "hugepage_sizes" in given:
-            given["hugepage_sizes"] = parse_hugepage_sizes(given["hugepage_sizes"])
         for name in _SWITCHES:
             if name in given:
                 given[name] = given[name] == "on"
-        if "memory_throttling_factor" in given:
-            from fractions import Fraction
-
-            try:
-                factor = Fraction(given["memory_throttling_factor"])
-            except (ValueError, ZeroDivisionError):
-                factor = Fraction(-1)
-            if not 0 < factor <= 1:
-                raise InputError(f'invalid --memory-throttling-factor "{raw["memory_throttling_factor"]}": '
-                                 "a number in (0, 1]")
         return command(*args, node_flags=given, **kwargs)
 
     for decls, attrs in reversed(_SPECS):

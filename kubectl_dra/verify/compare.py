@@ -29,7 +29,9 @@ RESIZE_CONDITIONS = ("PodResizePending", "PodResizeInProgress")
 class ObservedCgroup:
     path: str
     files: dict[str, str | None] = dataclasses.field(default_factory=dict)  # None: the file does not exist
-    error: str | None = None  # the directory could not be read
+    error: str | None = None  # the directory could not be opened
+    error_cause: str = "CgroupMissing"  # CgroupUnreadable when it exists but could not be opened
+    unreadable: dict[str, str] = dataclasses.field(default_factory=dict)  # file -> why it could not be read
 
 
 @part
@@ -120,8 +122,8 @@ def compare_pod(pod: Pod, expected: PodCgroups, no_dra: PodCgroups | None, obser
         return verdict
     if observed.pod.error:
         verdict.verdict = "Unknown"
-        verdict.divergences.append(Divergence(scope="pod", file="-", cause="CgroupMissing", severity="warning",
-                                              message=observed.pod.error))
+        verdict.divergences.append(Divergence(scope="pod", file="-", cause=observed.pod.error_cause,
+                                              severity="warning", message=observed.pod.error))
         return verdict
     diffs: list[Divergence] = []
     pod_ok = _compare(diffs, "pod", None, expected.pod.files, no_dra.pod.files, observed.pod, options)
@@ -131,7 +133,8 @@ def compare_pod(pod: Pod, expected: PodCgroups, no_dra: PodCgroups | None, obser
             continue
         seen = observed.containers.get(container.name)
         if seen is None or seen.error:
-            diffs.append(Divergence(scope="container", container=container.name, file="-", cause="CgroupMissing",
+            diffs.append(Divergence(scope="container", container=container.name, file="-",
+                                    cause=seen.error_cause if seen else "CgroupMissing",
                                     severity="warning", message=seen.error if seen else "no container ID in the pod "
                                     "status, so its cgroup cannot be found"))
             continue
@@ -156,6 +159,10 @@ def _compare(diffs: list[Divergence], scope: str, container: str | None, expecte
         if equivalent(file, value, seen, options):
             continue
         ok = False
+        if file in observed.unreadable:
+            diffs.append(Divergence(scope=scope, container=container, file=file, expected=value, observed=None,
+                                    cause="CgroupUnreadable", severity="warning", message=observed.unreadable[file]))
+            continue
         if seen is None:
             diffs.append(Divergence(scope=scope, container=container, file=file, expected=value, observed=None,
                                     cause="CgroupMissing", severity="warning",

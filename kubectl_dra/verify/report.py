@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from kubectl_dra.document import API_VERSION, Finding, Part, part
+from kubectl_dra.document import API_VERSION, Document, Finding, Part, part
 
 Verdict = Literal["Match", "Diverged", "Unknown"]
 Severity = Literal["error", "warning", "info"]
@@ -126,3 +126,13 @@ class NodeEnforcementReport(Part):
                  for c in self.status.claims],
                 [(s.name, s.state, s.message) for s in self.status.sources]]
 
+
+
+class VerifyResult(Document):
+    """What ``verify -o json|yaml`` prints: the reports checked, the nodes that have none, and what
+    could not be read (``problems``, as in every result document). Always this one shape, whether
+    one node or many, so a script never branches on the node count."""
+
+    kind: str = "NodeEnforcementReportList"
+    items: list[NodeEnforcementReport] = []
+    nodes_without_report: list[str] = []

@@ -48,11 +48,14 @@ def test_example_reports(dra):
 
 def test_example_reports_json_and_filters(dra):
     doc = dra("verify", "--snapshot", str(EXAMPLE), "-o", "json").json()
-    assert doc["kind"] == "List" and doc["nodesWithoutReport"] == ["worker-gpu-2"]
+    # one result document, as every command prints (apiVersion, kind, problems), whatever the node count
+    assert (doc["apiVersion"], doc["kind"]) == ("kubectl-dra.io/v1alpha1", "NodeEnforcementReportList")
+    assert doc["nodesWithoutReport"] == ["worker-gpu-2"] and doc["problems"] == []
     assert [i["metadata"]["name"] for i in doc["items"]] == ["worker-cpu-1", "worker-gpu-1"]
     one = dra("verify", "--snapshot", str(EXAMPLE), "--node", "worker-cpu-1", "-o", "json")
-    assert one.exit_code == 0 and one.json()["kind"] == "NodeEnforcementReport"
-    assert one.json()["status"]["summary"] == {"pods": 1, "matched": 1, "diverged": 0, "unknown": 0, "claims": 0, "claimFindings": 0}
+    assert one.exit_code == 0 and one.json()["kind"] == "NodeEnforcementReportList"
+    assert [i["kind"] for i in one.json()["items"]] == ["NodeEnforcementReport"]
+    assert one.json()["items"][0]["status"]["summary"] == {"pods": 1, "matched": 1, "diverged": 0, "unknown": 0, "claims": 0, "claimFindings": 0}
     narrowed = dra("verify", "--snapshot", str(EXAMPLE), "-n", "default")
     # risk-engine matches, but eval-server-0 runs on worker-gpu-2, which has no report: not all clear
     assert narrowed.exit_code == 4 and [r[-1] for r in rows(narrowed.stdout)] == ["RuntimeHugetlbDisabled"] * 2
@@ -83,7 +86,7 @@ def test_local_cgroup_root_mode(dra):
     result = dra("verify", "--snapshot", str(EXAMPLE), "--cgroup-root", str(NODES / "worker-gpu-1" / "sys" / "fs" / "cgroup"),
                  "--node", "worker-gpu-1", "-o", "json")
     assert result.exit_code == 1, result
-    doc = result.json()
+    doc = result.json()["items"][0]
     assert doc["status"]["weightFormula"] == "quadratic"
     diverged = [p for p in doc["status"]["pods"] if p["verdict"] == "Diverged"]
     assert [(p["name"], d["container"], d["cause"]) for p in diverged for d in p["divergences"]] == [
