@@ -53,9 +53,12 @@ def read_overlay_inputs(opened, catalog: Path | None, extra_requests=(), *, requ
                      and d.get("kind") == "InstanceTypeCatalog"]
         if not documents:
             raise InputError(f"{catalog}: no InstanceTypeCatalog document in it")
-    instance_types = []
+    from kubectl_dra.model.inventory import Problem
+
+    instance_types, catalog_problems = [], []
     for doc in documents:
-        instance_types.extend(from_catalog(doc))
+        instance_types.extend(from_catalog(doc, catalog_problems))
+    inventory.problems += [Problem(message=m, kind="InstanceTypeCatalog") for m in catalog_problems]
     if not documents:
         instance_types = infer_from_cluster(inventory.all(Node), inventory.all(NodeClaim), inventory.all(NodePool))
     return inventory, instance_types
