@@ -64,6 +64,22 @@ def read_overlay_inputs(opened, catalog: Path | None, extra_requests=(), *, requ
     return inventory, instance_types
 
 
+def _require_names(env, inventory, flags) -> None:
+    """Each name given to a filter flag must exist: an unknown one would filter everything away
+    and read as "no rows" (not found: exit 3, naming what does exist)."""
+    from kubectl_dra.cli.runtime import report_problems
+    from kubectl_dra.errors import NotFoundError
+
+    for what, flag, given, known in flags:
+        missing = sorted(set(given) - known)
+        if missing:
+            report_problems(env, inventory)
+            names = ", ".join(sorted(known)) or "none"
+            quoted = ", ".join(f'"{m}"' for m in missing)
+            raise NotFoundError(f"{flag}: {what} {quoted} not found "
+                                f"(there are: {names})")
+
+
 @click.command("overlays", epilog=EPILOG)
 @kube_options
 @output_options(formats=("table", "wide", "json", "yaml"))
@@ -105,6 +121,10 @@ def overlays(ctx: click.Context, kube, output, catalog, feature_gate, nodepools,
     env.color = output.color
     opened = open_for(env, kube)
     inventory, types = read_overlay_inputs(opened, catalog)
+    _require_names(env, inventory, [("NodePool", "--nodepool", nodepools, {p.name for p in inventory.all(NodePool)}),
+                                    ("NodeOverlay", "--overlay", overlay_names,
+                                     {o.name for o in inventory.all(NodeOverlay)}),
+                                    ("instance type", "--instance-type", instance_types, {t.name for t in types})])
     result = evaluate(inventory.all(NodeOverlay), inventory.all(NodePool), types, gate_enabled=feature_gate)
     result.problems = [p.message for p in inventory.problems]
     result = filter_result(result, set(nodepools), set(instance_types), set(overlay_names))
