@@ -258,7 +258,7 @@ def _consumer_finding(device: TaintedDevice, consumer: ConsumerOutcome) -> Findi
     if consumer.outcome == "BlocksNewAllocations":
         return Finding(code="DeviceTaintedNoSchedule", severity="warning", object=f"resourceclaim/{consumer.claim}",
                        message=f"device {device.device} of claim {consumer.claim} has a NoSchedule "
-                               (f"taint: pods {', '.join(consumer.pods)} keep it, but once released"
+                               + (f"taint: pods {', '.join(consumer.pods)} keep it, but once released"
                                   if consumer.pods else "taint: no scheduled pod uses it; once released,")
                                + " no new claim gets it")
     return None
