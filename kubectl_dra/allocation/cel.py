@@ -346,7 +346,9 @@ def evaluate(compiled: Compiled, device: dict) -> bool:
             raise CELBeyondEvaluator(
                 f"it runs more than {ITERATION_BUDGET:,} comprehension iterations, more than kubectl-dra's CEL "
                 f"evaluator runs; the scheduler runs it up to its runtime cost limit ({COST_LIMIT:,}) and past it fails "
-                "the node with \"CEL runtime error: operation cancelled: actual cost limit exceeded\"") from None
+                "the node with \"CEL runtime error: operation cancelled: actual cost limit exceeded\" (the API "
+                "server refuses a selector whose estimated cost is past that limit: \"too complex, exceeds cost "
+                "limit\")") from None
         raise CELBeyondEvaluator(f"kubectl-dra's CEL evaluator failed: {exc}") from None
     kind = value.type().name()
     if kind in ("bool", "BOOL"):

@@ -84,7 +84,7 @@ class Offering(Part):
             raise ValueError("price must be a number")
         if isinstance(value, str):
             try:
-                return float(value)
+                value = float(value)
             except ValueError:
                 raise ValueError(f"price {value!r} is not a number") from None
         if isinstance(value, (int, float)) and not (math.isfinite(value) and value >= 0):
