@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from kubectl_dra.allocation.cel import CELError, compile_selector, evaluate, quantity_value, semver_value
+from kubectl_dra.allocation.cel import CELBeyondEvaluator, CELError, compile_selector, evaluate, quantity_value, semver_value
 from kubectl_dra.allocation.pools import Gathered, Pool, node_matches
 from kubectl_dra.allocation.state import AllocatedState
 from kubectl_dra.model.node import Node
@@ -285,6 +285,9 @@ class Allocator:
                 cel_device = cel_device or self._cel_device(pool, device)
                 try:
                     matched = evaluate(compiled, cel_device)
+                except CELBeyondEvaluator as exc:
+                    raise Undetermined(f"{owner}: selector #{index} ({expression}) on device "
+                                       f"{pool.key}/{device.name}: {exc}") from None
                 except CELError as exc:
                     hint = ". consider using CEL optional chaining (.? followed by orValue()) or guarding the " \
                         "check with has() for optional fields" if str(exc).startswith("no such key") else ""

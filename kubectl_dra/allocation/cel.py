@@ -34,6 +34,20 @@ class CELError(Exception):
     """A runtime error of one evaluation (Kubernetes: ``CEL runtime error``)."""
 
 
+COST_LIMIT = 1_000_000
+"""``resourceapi.CELSelectorExpressionMaxCost``: the scheduler stops an evaluation past this runtime
+cost with ``operation cancelled: actual cost limit exceeded`` (k8s.io/dynamic-resource-allocation/cel)."""
+
+ITERATION_BUDGET = 10_000
+"""What the evaluator (cel-cpp through cel-expr-python) runs of comprehension iterations per
+evaluation; fixed by the binding. Far below what the scheduler's cost limit allows, so running out
+of it says nothing about the scheduler's verdict."""
+
+
+class CELBeyondEvaluator(Exception):
+    """The evaluator stopped where the scheduler would go on (or stop by its cost limit): no verdict."""
+
+
 @dataclass(frozen=True, slots=True)
 class Compiled:
     expression: str
@@ -325,7 +339,17 @@ def evaluate(compiled: Compiled, device: dict) -> bool:
         device = {**device, "attributes": dict(device["attributes"]), "capacity": dict(device["capacity"])}
         for kind, domain in compiled.domains:
             device[kind].setdefault(domain, {})
-    value = compiled.program.eval(data={"device": device})
+    try:
+        value = compiled.program.eval(data={"device": device})
+    except RuntimeError as exc:  # cel-cpp's own limits, not a CEL result
+        if "Iteration budget exceeded" in str(exc):
+            raise CELBeyondEvaluator(
+                f"it runs more than {ITERATION_BUDGET:,} comprehension iterations, more than kubectl-dra's CEL "
+                f"evaluator runs; the scheduler runs it up to its runtime cost limit ({COST_LIMIT:,}) and past it fails "
+                "the node with \"CEL runtime error: operation cancelled: actual cost limit exceeded\" (the API "
+                "server refuses a selector whose estimated cost is past that limit: \"too complex, exceeds cost "
+                "limit\")") from None
+        raise CELBeyondEvaluator(f"kubectl-dra's CEL evaluator failed: {exc}") from None
     kind = value.type().name()
     if kind in ("bool", "BOOL"):
         return bool(value.value())

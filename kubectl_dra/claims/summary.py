@@ -45,6 +45,7 @@ class ClaimList(Document):
     # pending claims that pods wait for, with what every claim holds: for the allocation findings
     _waiting: list = PrivateAttr(default_factory=list)
     _state: object = PrivateAttr(default=None)
+    _sort: object = PrivateAttr(default=None)  # the --sort-by key, applied again when findings are added
 
     @property
     def waiting(self) -> list:
@@ -114,9 +115,10 @@ def list_claims(claims: Iterable[ResourceClaim], inventory: Inventory, *, detail
         state = AllocatedState()
     with gc_paused():
         items = _summaries(claims, inventory, detailed, only_findings, waiting, state)
-    items.sort(key=sort_key(sort_by) or SORT_KEYS["namespace"])
+    key = sort_key(sort_by) or SORT_KEYS["namespace"]
+    items.sort(key=key)
     result = ClaimList(items=items, problems=[p.message for p in inventory.problems])
-    result._waiting, result._state = waiting, state
+    result._waiting, result._state, result._sort = waiting, state, key
     return result
 
 
@@ -139,6 +141,8 @@ def add_allocation_findings(result: ClaimList, inventory: Inventory) -> None:
             codes |= {f.code for f in allocation_findings(allocation, node)}
         if codes:
             item.findings = sorted(set(item.findings) | codes)
+    if result._sort is not None:  # the rows were ordered before these findings existed
+        result.items.sort(key=result._sort)
 
 
 def _add(totals: dict, key: str, q: Quantity) -> None:

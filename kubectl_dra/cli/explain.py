@@ -65,6 +65,7 @@ def claim(ctx: click.Context, kube, output, pod_name: str | None, only_node: str
         name, namespace = _claim_of_pod(env, opened, namespace, pod_name, name)
     elif not name:
         raise click.UsageError("give a claim NAME, or --pod POD [CLAIM-NAME]")
+    _require_node(env, opened, only_node)
     found, first = fetch_named(env, opened, ResourceClaim, namespace, name)
     namespace = found.namespace
     from kubectl_dra.model.resource import DeviceTaintRule
@@ -104,6 +105,16 @@ def claim(ctx: click.Context, kube, output, pod_name: str | None, only_node: str
                                 if f.code not in {x.code for x in result.findings}]
     emit(env, result, output, text=lambda: claim_tree(result, Style(env.use_color)))
     ctx.exit(report_problems(env, inventory))
+
+
+def _require_node(env, opened, name: str | None) -> None:
+    """``--node NAME`` must name a node that exists: a missing one would narrow the allocation to
+    no nodes at all and read as "fits nowhere" (not found: exit 3; could not read: also exit 3)."""
+    if name is not None:
+        from kubectl_dra.cli.runtime import fetch_named
+        from kubectl_dra.model.node import Node
+
+        fetch_named(env, opened, Node, None, name)
 
 
 def _claim_of_pod(env, opened, namespace: str | None, pod_name: str, pod_claim: str | None) -> tuple[str, str]:
@@ -176,6 +187,7 @@ def pod(ctx: click.Context, kube, output, node_flags, only_node: str | None, nam
     namespace = None if kube.all_namespaces else kube.namespace or opened.default_namespace  # None: find it
     found, first = fetch_named(env, opened, Pod, namespace, name)
     namespace = found.namespace
+    _require_node(env, opened, only_node)
     from kubectl_dra.model.resource import DeviceTaintRule
 
     requests = [ReadRequest(ResourceClaim, namespace, keep_raw=False),

@@ -55,12 +55,31 @@ def read_overlay_inputs(opened, catalog: Path | None, extra_requests=(), *, requ
                      and d.get("kind") == "InstanceTypeCatalog"]
         if not documents:
             raise InputError(f"{catalog}: no InstanceTypeCatalog document in it")
-    instance_types = []
+    from kubectl_dra.model.inventory import Problem
+
+    instance_types, catalog_problems = [], []
     for doc in documents:
-        instance_types.extend(from_catalog(doc))
+        instance_types.extend(from_catalog(doc, catalog_problems))
+    inventory.problems += [Problem(message=m, kind="InstanceTypeCatalog") for m in catalog_problems]
     if not documents:
         instance_types = infer_from_cluster(inventory.all(Node), inventory.all(NodeClaim), inventory.all(NodePool))
     return inventory, instance_types
+
+
+def _require_names(env, inventory, flags) -> None:
+    """Each name given to a filter flag must exist: an unknown one would filter everything away
+    and read as "no rows" (not found: exit 3, naming what does exist)."""
+    from kubectl_dra.cli.runtime import report_problems
+    from kubectl_dra.errors import NotFoundError
+
+    for what, flag, given, known in flags:
+        missing = sorted(set(given) - known)
+        if missing:
+            report_problems(env, inventory)
+            names = ", ".join(sorted(known)) or "none"
+            quoted = ", ".join(f'"{m}"' for m in missing)
+            raise NotFoundError(f"{flag}: {what} {quoted} not found "
+                                f"(there are: {names})")
 
 
 @click.command("overlays", epilog=EPILOG)
@@ -104,6 +123,10 @@ def overlays(ctx: click.Context, kube, output, catalog, feature_gate, nodepools,
     env.color = output.color
     opened = open_for(env, kube)
     inventory, types = read_overlay_inputs(opened, catalog)
+    _require_names(env, inventory, [("NodePool", "--nodepool", nodepools, {p.name for p in inventory.all(NodePool)}),
+                                    ("NodeOverlay", "--overlay", overlay_names,
+                                     {o.name for o in inventory.all(NodeOverlay)}),
+                                    ("instance type", "--instance-type", instance_types, {t.name for t in types})])
     result = evaluate(inventory.all(NodeOverlay), inventory.all(NodePool), types, gate_enabled=feature_gate)
     result.problems = [p.message for p in inventory.problems]
     result = filter_result(result, set(nodepools), set(instance_types), set(overlay_names))

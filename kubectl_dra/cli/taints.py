@@ -56,8 +56,10 @@ def taints(ctx: click.Context, kube, output, dry_run: bool, filename: Path | Non
         raise click.UsageError("-f is for --dry-run: kubectl-dra never applies a rule (kubectl apply -f does)")
     if filename is not None and str(filename) == "-" and kube.snapshot == "-":
         raise click.UsageError("-f - and --snapshot - both read standard input: give one of them a file")
-    rule = _read_rule(filename) if filename is not None else None
+    rule, warnings = _read_rule(filename) if filename is not None else (None, [])
     env = ctx.obj
+    for warning in warnings:  # as kubectl prints the server's warnings
+        env.error(f"Warning: {warning}")
     env.color = output.color
     opened = open_for(env, kube)
     inventory = opened.source.read([
@@ -75,7 +77,8 @@ def taints(ctx: click.Context, kube, output, dry_run: bool, filename: Path | Non
     ctx.exit(status)
 
 
-def _read_rule(path: Path):
+def _read_rule(path: Path) -> tuple:
+    """The rule as the server would store it, and the warnings it would give (errors: InputError)."""
     from kubectl_dra.errors import InputError
     from kubectl_dra.kube.snapshot import read_documents
     from kubectl_dra.model.registry import parse_object
@@ -91,6 +94,12 @@ def _read_rule(path: Path):
     rule = parse_object(raw)
     if not isinstance(rule, DeviceTaintRule) or not rule.name:
         raise InputError(f"{path}: not a DeviceTaintRule this tool can read (metadata.name is required)")
-    if not rule.spec.taint.key:
-        raise InputError(f"{path}: spec.taint.key: Required value")
-    return rule
+    from kubectl_dra.taints.validation import rule_problems
+
+    errors, unknown = rule_problems(raw, rule)
+    if errors:  # the server refuses it: there is nothing it would do
+        raise InputError(f'{path}: DeviceTaintRule "{rule.name}" is invalid (the API server refuses it): '
+                         + "; ".join(errors))
+    warnings = [f"{path}: {w}: the API server drops it and stores the rule without it (kubectl apply's default "
+                "--validate=strict refuses it); this dry run evaluates the rule without it" for w in unknown]
+    return rule, warnings

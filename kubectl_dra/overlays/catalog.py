@@ -7,22 +7,24 @@ exist, which gives labels, zones, capacity types and capacity but no prices.
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from kubectl_dra.document import Part
 from kubectl_dra.errors import InputError
-from kubectl_dra.model.base import Qty
+from kubectl_dra.model.base import Qty, field_path
 from kubectl_dra.model.karpenter import NodeClaim, NodePool
 from kubectl_dra.model.node import Node
-from kubectl_dra.model.registry import format_validation_error
 from kubectl_dra.overlays.requirements import (
     CAPACITY_TYPE, HOSTNAME, IN, INSTANCE_TYPE, NODEPOOL, OPERATORS, ZONE, Requirement, Requirements, normalize_key,
+    shape_problem,
 )
 
 CATALOG_KIND = "InstanceTypeCatalog"
+CATALOG_API_VERSION = "kubectl-dra.io/v1alpha1"
 
 
 def _label_text(value: Any) -> Any:
@@ -51,6 +53,13 @@ class SelectorRequirement(Part):
             raise ValueError(f"unsupported operator {value!r} (one of {', '.join(OPERATORS)})")
         return value
 
+    @model_validator(mode="after")
+    def _shape(self) -> "SelectorRequirement":
+        problem = shape_problem(self.operator, self.values)
+        if problem:
+            raise ValueError(f"key {self.key}: {problem}")
+        return self
+
 
 class Offering(Part):
     """Where and how an instance type can be bought; ``price`` None means unknown."""
@@ -75,9 +84,11 @@ class Offering(Part):
             raise ValueError("price must be a number")
         if isinstance(value, str):
             try:
-                return float(value)
+                value = float(value)
             except ValueError:
                 raise ValueError(f"price {value!r} is not a number") from None
+        if isinstance(value, (int, float)) and not (math.isfinite(value) and value >= 0):
+            raise ValueError(f"price {value!r} must be a finite number >= 0")
         return value
 
     def requirement_set(self) -> Requirements:
@@ -134,12 +145,27 @@ class InstanceType(Part):
         return all(o.price is not None for o in self.offerings)
 
 
-def from_catalog(doc: dict) -> list[InstanceType]:
-    """The instance types of one catalog document; :class:`InputError` names the bad entry."""
+def from_catalog(doc: dict, problems: list[str] | None = None) -> list[InstanceType]:
+    """The instance types of one catalog document.
+
+    A document that is not a catalog at all is an :class:`InputError`. With ``problems`` given, a
+    bad entry costs only what depends on it and is said there, naming the field: a bad price
+    becomes unknown; any other bad field leaves that instance type out (its matching would be a
+    guess). Without ``problems``, the first bad entry is an :class:`InputError`."""
     if not isinstance(doc, dict):
         raise InputError(f"{CATALOG_KIND}: expected an object, found {type(doc).__name__}")
     name = (doc.get("metadata") or {}).get("name") if isinstance(doc.get("metadata"), dict) else None
     where = f"{CATALOG_KIND} {name}" if name else CATALOG_KIND
+
+    def bad(message: str) -> None:
+        if problems is None:
+            raise InputError(f"{where}: {message}")
+        problems.append(f"{where}: {message}")
+
+    version = doc.get("apiVersion")
+    if version is not None and version != CATALOG_API_VERSION:
+        bad(f"apiVersion {version!r} is not {CATALOG_API_VERSION!r}, the only version this tool reads; "
+            "read as that version")
     items = doc.get("instanceTypes")
     if items is None:
         items = []
@@ -152,25 +178,54 @@ def from_catalog(doc: dict) -> list[InstanceType]:
         if isinstance(item, dict) and isinstance(item.get("name"), str):
             label = f"instance type {item['name']}"
         if not isinstance(item, dict):
-            raise InputError(f"{where}: {label}: expected an object")
+            bad(f"{label}: expected an object; left out")
+            continue
         if "source" in item:
             item = {k: v for k, v in item.items() if k != "source"}
-        try:
-            it = InstanceType.model_validate(item)
-        except ValidationError as exc:
-            raise InputError(f"{where}: {label}: {format_validation_error(exc)}") from None
-        for key, value in it.labels.items():
-            if normalize_key(key) == INSTANCE_TYPE and value != it.name:
-                raise InputError(f"{where}: {label}: label {INSTANCE_TYPE} is {value!r}, but the name is {it.name!r}")
+        it = _validate_instance_type(item, label, bad)
+        if it is None:
+            continue
+        mislabeled = next((value for key, value in it.labels.items()
+                           if normalize_key(key) == INSTANCE_TYPE and value != it.name), None)
+        if mislabeled is not None:
+            bad(f"{label}: label {INSTANCE_TYPE} is {mislabeled!r}, but the name is {it.name!r}; left out")
+            continue
         if it.name in seen:
             earlier = seen[it.name]
             if earlier is None or it.node_pools is None or set(earlier) & set(it.node_pools):
-                raise InputError(f"{where}: {label} is listed twice for the same NodePool")
+                bad(f"{label} is listed twice for the same NodePool; the second is left out")
+                continue
             seen[it.name] = list(earlier) + list(it.node_pools)
         else:
             seen[it.name] = it.node_pools
         result.append(it)
     return result
+
+
+def _validate_instance_type(item: dict, label: str, bad) -> InstanceType | None:
+    """Validate one entry, telling ``bad`` each invalid field: an invalid offering price is dropped
+    (unknown), any other invalid field leaves the entry out."""
+    try:
+        return InstanceType.model_validate(item)
+    except ValidationError as exc:
+        errors = exc.errors()
+    prices = [e for e in errors if len(e["loc"]) == 3 and e["loc"][0] == "offerings" and e["loc"][2] == "price"]
+    for error in errors:
+        reason = error["msg"].removeprefix("Value error, ")
+        if error in prices:
+            bad(f"{label}: {field_path(tuple(error['loc']))}: {reason}; that offering's price is unknown")
+        else:
+            bad(f"{label}: {field_path(tuple(error['loc']))}: {reason}; the instance type is left out")
+    if len(prices) != len(errors):
+        return None
+    repaired = dict(item)
+    repaired["offerings"] = [dict(o) if isinstance(o, dict) else o for o in item["offerings"]]
+    for error in prices:
+        repaired["offerings"][error["loc"][1]].pop("price", None)
+    try:
+        return InstanceType.model_validate(repaired)
+    except ValidationError:  # cannot happen once the prices are gone; never guess
+        return None
 
 
 _NODE_SPECIFIC = frozenset({HOSTNAME, ZONE, CAPACITY_TYPE})

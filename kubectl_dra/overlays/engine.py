@@ -530,7 +530,8 @@ class _Findings:
                          "processes first. Raise its weight above theirs, or delete it if it is a leftover.",
                          ov.name)
             if ov.dynamic.errors:
-                self.add("OverlayRuntimeValidation", "warning",
+                # not OverlayRuntimeValidation: Karpenter does not skip the overlay for this
+                self.add("OverlayTemplatesInvalid", "warning",
                          f"NodeOverlay {ov.name}: spec.dynamicResources (proposal, not read by Karpenter today) is "
                          f"invalid and its templates are ignored: {'; '.join(ov.dynamic.errors)}.", ov.name)
         weights = {o.name: o.weight for o in ev.overlays}

@@ -53,6 +53,24 @@ def parse_int(text: str) -> int | None:
     return value if -_INT64 <= value < _INT64 else None
 
 
+def shape_problem(operator: str, values) -> str | None:
+    """Why an operator and its values cannot form a requirement, in Karpenter's and Kubernetes'
+    terms (``In``/``NotIn`` need values, ``Exists``/``DoesNotExist`` none, a bound one
+    non-negative integer), or None. Checked where requirements are read, so matching never meets one."""
+    if operator not in OPERATORS:
+        return f"unsupported operator {operator!r} (one of {', '.join(OPERATORS)})"
+    values = list(values or ())
+    if operator in (IN, NOT_IN) and not values:
+        return f"operator {operator} must have at least one value"
+    if operator in (EXISTS, DOES_NOT_EXIST) and values:
+        return f"operator {operator} must have no values"
+    if operator in BOUND_OPERATORS:
+        number = parse_int(values[0]) if len(values) == 1 and isinstance(values[0], str) else None
+        if number is None or number < 0:
+            return f"operator {operator} must have a single non-negative integer value, not {values}"
+    return None
+
+
 def normalize_key(key: str) -> str:
     return NORMALIZED_LABELS.get(key, key)
 

@@ -147,6 +147,10 @@ def schema_errors(overlay: NodeOverlay) -> list[str]:
     elif len(spec.requirements) > MAX_REQUIREMENTS:
         errors.append(f"spec.requirements: Too many: {len(spec.requirements)}: must have at most "
                       f"{MAX_REQUIREMENTS} items")
+    # a requirement the view could not read (a value that is not text...) was dropped: matching
+    # without it would be a guess, and the CRD rejects it anyway
+    errors.extend(f"{f.path}: {f.reason}" for f in overlay.invalid_fields
+                  if f.path == "spec.requirements" or f.path.startswith(("spec.requirements[", "spec.requirements.")))
     for i, req in enumerate(spec.requirements or ()):
         if len(req.key) > MAX_KEY_LENGTH:
             errors.append(f"spec.requirements[{i}].key: Too long: may not be more than {MAX_KEY_LENGTH} bytes")

@@ -130,9 +130,10 @@ def explain_pod(pod: Pod, inventory: Inventory, options: NodeOptions,
                         f"claim {name}: the pod status does not match the allocated devices: {'; '.join(diffs)}. "
                         "The kubelet enforces the recorded values.")
             elif not unknown and "ResourceSlice" in inventory.read_kinds and claim.allocated:
-                add("NodeAllocatableStatusMismatch", "warning",
+                # not a mismatch we can show (nothing to compare with): the devices' mappings are gone
+                add("NodeAllocatableMappingGone", "warning",
                     f"claim {name} has a status entry but none of its allocated devices declares node-allocatable "
-                    "resources now")
+                    "resources now; the kubelet enforces the recorded values")
         elif computed is not None and not computed.is_empty():
             claims.append(_amounts(computed, devices, False))
             if pod.node_name and not is_reserved_for_pod(claim, pod):

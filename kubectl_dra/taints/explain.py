@@ -160,20 +160,29 @@ def eviction_time(claim: ResourceClaim, taints: dict[Key, list[TaintView]], now:
     return when
 
 
-def _claim_is_pods(claim: ResourceClaim, pod: Pod) -> bool:
+def _claim_is_for(claim: ResourceClaim, pod: Pod) -> bool:
+    """``resourceclaim.IsForPod`` with workload claims on: the claim was generated for this pod, or
+    for the PodGroup the pod belongs to."""
     controller = claim.metadata.controller()
-    return controller is not None and controller.uid == pod.uid
+    if controller is None:
+        return False
+    group = pod.pod_group_name
+    return controller.uid == pod.uid or bool(group and controller.kind == "PodGroup" and controller.name == group)
 
 
 def pods_at_stake(claim: ResourceClaim, inventory: Inventory) -> list[Pod]:
-    """The pods the eviction controller would delete for this claim."""
-    reserved = {ref.uid for ref in claim.status.reserved_for}
+    """The pods the eviction controller would delete for this claim: the scheduled pods that use it
+    and are reserved, by UID or through their PodGroup (``podEvictionTime``, ``IsReservedForPod``)."""
+    from kubectl_dra.claims.reservations import is_reserved_for_pod
+
     out = []
     for pod in inventory.pods_by_claim().get((claim.namespace, claim.name), []):
-        if not pod.node_name or pod.uid not in reserved or pod.metadata.deletion_timestamp is not None:
+        if not pod.node_name or pod.metadata.deletion_timestamp is not None:
+            continue
+        if not is_reserved_for_pod(claim, pod):
             continue
         direct = any(pc.resource_claim_name == claim.name for pc in pod.spec.resource_claims)
-        if not direct and not _claim_is_pods(claim, pod):
+        if not direct and not _claim_is_for(claim, pod):
             continue
         out.append(pod)
     return out
@@ -234,7 +243,7 @@ def explain_taints(inventory: Inventory, now: datetime | None = None, *, dry_run
 
 def _consumer_finding(device: TaintedDevice, consumer: ConsumerOutcome) -> Finding | None:
     """What a device's taints do to one claim's pods, in words (None when they tolerate it)."""
-    pods = ", ".join(consumer.pods) or "no scheduled pod"
+    pods = f"pods {', '.join(consumer.pods)}" if consumer.pods else "no scheduled pod uses it, so no pod"
     if consumer.outcome in ("Evicted", "EvictionPending", "WouldEvict"):
         sources = ", ".join(sorted({t.source for t in device.taints if t.effect == "NoExecute"}))
         verb = {"Evicted": "are evicted (deleted) by the device taint eviction controller",
@@ -243,13 +252,15 @@ def _consumer_finding(device: TaintedDevice, consumer: ConsumerOutcome) -> Findi
                                                      else "as soon as the rule is applied")}[consumer.outcome]
         return Finding(code="DeviceTaintedNoExecute", severity="error", object=f"resourceclaim/{consumer.claim}",
                        message=f"device {device.device} of claim {consumer.claim} has a NoExecute taint "
-                               f"({sources}): pods {pods} {verb}. If the taint is expected (maintenance), "
+                               f"({sources}): {pods} {verb}. If the taint is expected (maintenance), "
                                "tolerate it in the request (effect NoExecute, with tolerationSeconds "
                                "to delay); otherwise repair the device or remove the rule")
     if consumer.outcome == "BlocksNewAllocations":
         return Finding(code="DeviceTaintedNoSchedule", severity="warning", object=f"resourceclaim/{consumer.claim}",
                        message=f"device {device.device} of claim {consumer.claim} has a NoSchedule "
-                               f"taint: pods {pods} keep it, but once released no new claim gets it")
+                               + (f"taint: pods {', '.join(consumer.pods)} keep it, but once released"
+                                  if consumer.pods else "taint: no scheduled pod uses it; once released,")
+                               + " no new claim gets it")
     return None
 
 

@@ -65,7 +65,9 @@ def test_catalog_flag_and_bad_catalog(tmp_path, dra):
     catalog["instanceTypes"][0]["capacity"]["memory"] = "plenty"
     path.write_text(yaml.safe_dump(catalog))
     bad = dra("overlays", "--snapshot", str(EXAMPLE), "--catalog", str(path))
-    assert bad.exit_code == 3 and "g6e.12xlarge" in bad.stderr and "plenty" in bad.stderr
+    # a bad entry costs that instance type, not the catalog: named, partial (issue 23)
+    assert bad.exit_code == 4 and "g6e.12xlarge" in bad.stderr and "plenty" in bad.stderr
+    assert "left out" in bad.stderr and "No instance types." in bad.stdout
 
 
 def test_explain_node_totals_overlays_and_prediction_mismatch(tmp_path, dra):

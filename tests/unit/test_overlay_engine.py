@@ -722,3 +722,34 @@ def test_example_cluster_matches_the_readme():
                                                  "resourceSlices"}
     assert set(document["instanceTypes"][0]["offerings"][0]) >= {"zone", "capacityType", "basePrice", "price",
                                                                  "overlay"}
+
+
+# -- requirement shapes (issue 23) ---------------------------------------------------------------
+
+@pytest.mark.parametrize("operator,values,ok", [
+    ("In", ["a"], True), ("In", [], False), ("NotIn", ["a", "b"], True), ("NotIn", [], False),
+    ("Exists", [], True), ("Exists", ["a"], False), ("DoesNotExist", [], True), ("DoesNotExist", ["a"], False),
+    ("Gt", ["0"], True), ("Gt", ["abc"], False), ("Gt", ["-1"], False), ("Gt", ["1", "2"], False), ("Gt", [], False),
+    ("Lt", ["9223372036854775807"], True), ("Lt", ["9223372036854775808"], False), ("Gte", ["1.5"], False),
+    ("Lte", [" 1"], False), ("Near", ["a"], False),
+])
+def test_shape_problem_accepts_exactly_what_requirement_of_can_build(operator, values, ok):
+    from kubectl_dra.overlays.requirements import shape_problem
+
+    assert (shape_problem(operator, values) is None) == ok
+    if ok:
+        Requirement.of("example.com/k", operator, values)  # never raises on a checked shape
+
+
+def test_catalog_collects_problems_and_keeps_the_rest():
+    problems: list[str] = []
+    its = from_catalog({"kind": "InstanceTypeCatalog", "metadata": {"name": "cat"}, "instanceTypes": [
+        {"name": "a", "requirements": [{"key": "example.com/cpu", "operator": "Gt", "values": ["x"]}]},
+        {"name": "b", "offerings": [{"zone": "z1", "price": -1}, {"zone": "z2", "price": 0.5}]},
+        {"name": "c"},
+        "not an object",
+    ]}, problems)
+    assert [it.name for it in its] == ["b", "c"]
+    assert [o.price for o in its[0].offerings] == [None, 0.5]
+    assert len(problems) == 3 and all(p.startswith("InstanceTypeCatalog cat: ") for p in problems)
+    assert "instance type a: requirements[0]" in problems[0] and "offerings[0].price" in problems[1]
