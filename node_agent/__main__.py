@@ -74,12 +74,14 @@ def agent_options(command):
     command = click.option("--node", default=None,
                            help="The node whose pods to check [default: $NODE_NAME, else this host's name if "
                                 "a Node has it].")(command)
-    command = click.option("--cdi-dir", "cdi_dirs", multiple=True, type=click.Path(), metavar="DIR",
+    # readable=False: a directory that cannot be read is the scan's to say (those checks are not made,
+    # the cgroup results stand), never a usage error that loses everything
+    command = click.option("--cdi-dir", "cdi_dirs", multiple=True, type=click.Path(readable=False), metavar="DIR",
                            help="A CDI spec directory, repeatable, later ones win as in the runtime [default: "
                                 "/etc/cdi, /var/run/cdi]; used to check that every prepared device's CDI ID "
                                 "resolves (/host/etc/cdi and /host/var/run/cdi with manifests/node-dra-state).")(
         command)
-    command = click.option("--kubelet-root", default="/var/lib/kubelet", show_default=True, type=click.Path(),
+    command = click.option("--kubelet-root", default="/var/lib/kubelet", show_default=True, type=click.Path(readable=False),
                            help="The kubelet's root directory: cpu_manager_state (the CPU manager policy and "
                                 "exclusive CPUs), dra_manager_state (the claims it prepared) and "
                                 "pod-resources/kubelet.sock (its PodResources API). Each is optional: what is "

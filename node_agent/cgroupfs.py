@@ -29,14 +29,34 @@ class CgroupFS:
         self.sys_root = Path(sys_root) if sys_root else None
 
     def version(self) -> str:
-        """v2 (unified), hybrid (v1 controllers plus a unified mount), v1, or missing."""
-        if (self.root / "cgroup.controllers").exists():
-            return "v2"
-        if (self.root / "unified" / "cgroup.controllers").exists():
-            return "hybrid"
-        if any((self.root / c).is_dir() for c in ("memory", "cpu", "cpu,cpuacct")):
-            return "v1"
-        return "missing" if not self.root.exists() else "unknown"
+        """v2 (unified), hybrid (v1 controllers plus a unified mount), v1, missing, or unreadable
+        (the root cannot be entered: said, never taken for "missing")."""
+        try:
+            if self._exists(self.root / "cgroup.controllers"):
+                return "v2"
+            if self._exists(self.root / "unified" / "cgroup.controllers"):
+                return "hybrid"
+            if any(self._isdir(self.root / c) for c in ("memory", "cpu", "cpu,cpuacct")):
+                return "v1"
+            return "unknown" if self._exists(self.root) else "missing"
+        except PermissionError:
+            return "unreadable"
+
+    def _stat(self, path: Path) -> os.stat_result:
+        return os.stat(path)
+
+    def _exists(self, path: Path) -> bool:
+        try:
+            self._stat(path)
+            return True
+        except (FileNotFoundError, NotADirectoryError):
+            return False
+
+    def _isdir(self, path: Path) -> bool:
+        try:
+            return stat.S_ISDIR(self._stat(path).st_mode)
+        except (FileNotFoundError, NotADirectoryError):
+            return False
 
     def unusable(self) -> tuple[str, str] | None:
         """Why this root cannot be scanned, as (cause, message); None for a cgroup v2 mount. A
@@ -49,7 +69,8 @@ class CgroupFS:
         return {"hybrid": ("CgroupUnsupported", f"{self.root}: this node runs cgroup v1 controllers (hybrid mode); "
                            "only cgroup v2 is supported"),
                 "v1": ("CgroupUnsupported", f"{self.root}: this node runs cgroup v1; only cgroup v2 is supported"),
-                "missing": ("CgroupMissing", f"{self.root} does not exist (mount the host's /sys/fs/cgroup there)")}.get(
+                "missing": ("CgroupMissing", f"{self.root} does not exist (mount the host's /sys/fs/cgroup there)"),
+                "unreadable": ("CgroupUnreadable", f"{self.root}: permission denied")}.get(
             version, ("CgroupMissing", f"{self.root} is not a cgroup v2 mount (no cgroup.controllers there)"))
 
     def driver(self, kubelet_root: str = "/") -> str | None:

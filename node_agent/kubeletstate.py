@@ -41,15 +41,14 @@ def unreadable(exc: OSError, hint: str) -> str:
 def read_host_file(path: str, hint: str, limit: int = MAX_STATE_BYTES) -> tuple[bytes | None, str | None]:
     """(content, why it could not be read); (None, None) when the file is simply not there. ``hint``
     says what a permission error means (which overlay mounts the file for a root agent)."""
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read(limit + 1)
+    from node_agent.cgroupfs import read_small
+
+    try:  # non-blocking and regular files only: a FIFO or a device where a state file belongs never hangs a scan
+        data = read_small(path, limit=limit)
     except FileNotFoundError:
         return None, None
     except OSError as exc:
         return None, unreadable(exc, hint)
-    if len(data) > limit:
-        return None, f"larger than {limit} bytes"
     return data, None
 
 

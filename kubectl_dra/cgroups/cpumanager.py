@@ -4,7 +4,11 @@ Two shapes (node-state.md §3): the legacy top-level ``policyName``, ``defaultCp
 (pod UID -> container -> cpuset), and 1.37's ``data`` (a JSON *string* holding the same keys, plus
 ``podEntries`` and ``baselines``), which is authoritative when present. A container holds exclusive
 CPUs exactly when ``entries[podUID][container]`` is a non-empty cpuset (``containerHasExclusiveCPUs``).
-The checksums are FNV hashes of Go's deep-hash dump: opaque, so they are not verified here.
+Checksums: 1.37's ``dataChecksum`` is FNV-32a of spew's ``%#v`` of the ``data`` string, i.e. of
+``(string)`` followed by the string (checkpoint.go ``MarshalCheckpoint``; upstream vector: data
+``{"policyName":"none","defaultCPUSet":"4-6"}`` -> 657950972, state_checkpoint_test.go v1.37.2), so it
+is verified here, and a mismatch or a missing one is refused as the kubelet refuses it ("checkpoint is
+corrupted"). The legacy ``checksum`` hashes a dump of a Go struct: not reproducible, not verified.
 """
 
 from __future__ import annotations
@@ -41,6 +45,20 @@ def _entries(value, where: str) -> dict[str, dict[str, str]]:
     return value
 
 
+def data_checksum(data: str) -> int:
+    """The kubelet's ``dataChecksum`` of a ``data`` string (see the module docstring)."""
+    value = 0x811C9DC5
+    for byte in b"(string)" + data.encode("utf-8", "surrogateescape"):
+        value = ((value ^ byte) * 0x01000193) & 0xFFFFFFFF
+    return value
+
+
+def _cpuset(value, where: str) -> str:
+    if not isinstance(value, str) or parse_cpuset(value) is None:
+        raise CPUManagerStateError(f"{where} {value!r} is not a cpuset (e.g. 0-3,8): the kubelet cannot parse it either")
+    return value
+
+
 def parse_cpu_manager_state(text: str) -> CPUManagerState:
     try:
         document = json.loads(text)
@@ -56,15 +74,23 @@ def parse_cpu_manager_state(text: str) -> CPUManagerState:
             raise CPUManagerStateError(f"data: not JSON: {exc.msg}") from None
         if not isinstance(data, dict):
             raise CPUManagerStateError("data: not a JSON object")
+        if "dataChecksum" not in document:
+            raise CPUManagerStateError("data without dataChecksum: the kubelet refuses it as corrupted")
+        expected = document["dataChecksum"]
+        if not isinstance(expected, int) or isinstance(expected, bool) or expected != data_checksum(document["data"]):
+            raise CPUManagerStateError(f"dataChecksum {expected!r} does not match data (computed "
+                                       f"{data_checksum(document['data'])}): the checkpoint is corrupted, and the "
+                                       "kubelet refuses it too")
         document, form = data, "data"
     policy = document.get("policyName")
     if not isinstance(policy, str) or not policy:
         raise CPUManagerStateError("no policyName")
-    default = document.get("defaultCpuSet") or ""
-    if not isinstance(default, str):
-        raise CPUManagerStateError("defaultCpuSet must be a string")
-    return CPUManagerState(policy_name=policy, default_cpu_set=default,
-                           entries=_entries(document.get("entries"), form), form=form)
+    default = _cpuset(document.get("defaultCpuSet") or "", "defaultCpuSet")
+    entries = _entries(document.get("entries"), form)
+    for uid, containers in entries.items():
+        for name, cpus in containers.items():
+            _cpuset(cpus, f"entries[{uid}][{name}]")
+    return CPUManagerState(policy_name=policy, default_cpu_set=default, entries=entries, form=form)
 
 
 def parse_cpuset(text: str) -> frozenset[int] | None:

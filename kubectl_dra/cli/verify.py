@@ -24,7 +24,7 @@ VERIFY_EPILOG = ("Exit codes: 0 every pod checked matches (or there is none to c
 @click.option("--cgroup-root", metavar="DIR", type=click.Path(file_okay=False),
               help="Check the local node directly, without an agent (a node shell or debug pod): read this "
                    "cgroup v2 tree, e.g. /sys/fs/cgroup or /host/sys/fs/cgroup.")
-@click.option("--kubelet-root", metavar="DIR", type=click.Path(file_okay=False), default="/var/lib/kubelet", show_default=True,
+@click.option("--kubelet-root", metavar="DIR", type=click.Path(file_okay=False, readable=False), default="/var/lib/kubelet", show_default=True,
               help="With --cgroup-root: the kubelet's root directory, for cpu_manager_state (CPU manager policy and "
                    "exclusive CPUs); a missing file is fine.")
 @click.option("-o", "--output", "output_format", type=click.Choice(["table", "wide", "json", "yaml"]),
@@ -132,7 +132,15 @@ def verify(ctx: click.Context, kube, node_flags, nodes, selector, cgroup_root, k
             p.name == pod and (namespace is None or p.namespace == namespace) for p in inventory.all(Pod)):
         report_problems(env, inventory)
         where = f" in namespace {namespace}" if namespace else ""
-        raise NotFoundError(f'pod "{pod}" not found{where}')
+        on = f" on node {nodes[0]}" if cgroup_root and nodes else ""  # only that node's pods were read
+        raise NotFoundError(f'pod "{pod}" not found{where}{on}')
+    if pod is not None and nodes:
+        elsewhere = sorted({p.node_name or "<unscheduled>" for p in inventory.all(Pod)
+                            if p.name == pod and (namespace is None or p.namespace == namespace)} - set(nodes))
+        if elsewhere and not any(p.name == pod and p.node_name in nodes for p in inventory.all(Pod)):
+            report_problems(env, inventory)  # never "no pods to check": the two flags disagree
+            raise NotFoundError(f'pod "{pod}" runs on node {", ".join(elsewhere)}, not on {", ".join(nodes)}: '
+                                "drop --node, or name that node")
     for report in reports:
         report.status.pods = [p for p in report.status.pods if _wanted(p, namespace, pod)]
         report.status.unreported_pods = [key for key in report.status.unreported_pods
@@ -153,8 +161,8 @@ def verify(ctx: click.Context, kube, node_flags, nodes, selector, cgroup_root, k
         say = env.error if no_headers else env.write  # --no-headers output is for pipes: prose to stderr
         say(summary_line(reports) + "\n")
         for report in reports:
-            if report.status.message:
-                say(f"{report.metadata.name}: {report.status.message}\n")
+            if report.status.message:  # why the node could not be checked: a reason, for stderr
+                env.error(f"warning: {report.metadata.name}: {report.status.message}")
             if report.status.unreported_pods:
                 say(f"{report.metadata.name}: not in the report (created after its scan): "
                     f"{', '.join(report.status.unreported_pods)}\n")

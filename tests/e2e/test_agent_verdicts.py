@@ -80,8 +80,11 @@ def test_the_1_37_data_form_wins_over_the_legacy_fields(tmp_path):
     fs = CgroupFS(tmp_path / "sys" / "fs" / "cgroup")
     data = {"policyName": "static", "defaultCpuSet": "0,3-7", "entries": {PINNED_UID: {"app": "1-2"}},
             "podEntries": {}, "baselines": {}}
+    # the legacy checksum is not verifiable (a Go struct dump); dataChecksum is, and must match
+    from kubectl_dra.cgroups.cpumanager import data_checksum
+
     document = {"policyName": "none", "defaultCpuSet": "", "checksum": 1, "data": json.dumps(data),
-                "dataChecksum": 2}
+                "dataChecksum": data_checksum(json.dumps(data))}
     report = scan(NODE, inventory_of(pods), fs, {}, kubelet=write_state(tmp_path / "kubelet", document))
     assert by_name(report)["pinned"].verdict == "Match"
     assert report.status.node_options_source["cpuManagerPolicy"].endswith("(data form)")
@@ -264,7 +267,7 @@ def test_verify_names_what_does_not_exist(tmp_path, dra):
     nameless = dra("verify", "--snapshot", snapshot, "--cgroup-root", root, env={"NODE_NAME": ""})
     assert nameless.exit_code == 3 and "pass --node NAME" in nameless.stderr
     pod = dra("verify", "nope", "-n", "ml", "--snapshot", snapshot, "--node", NODE, "--cgroup-root", root)
-    assert pod.exit_code == 3 and pod.stderr.strip() == 'error: pod "nope" not found in namespace ml'
+    assert pod.exit_code == 3 and pod.stderr.strip() == f'error: pod "nope" not found in namespace ml on node {NODE}'
     fine = dra("verify", "burstable", "-n", "ml", "--snapshot", snapshot, "--node", NODE, "--cgroup-root", root)
     assert fine.exit_code == 0 and "1 node, 1 pod: 1 match, 0 diverged, 0 unknown" in fine.stdout
     assert "runtime hugetlb off (cgroup tree)" in fine.stdout  # every option says where it came from
