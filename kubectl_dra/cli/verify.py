@@ -10,10 +10,11 @@ from kubectl_dra.cli.options import check_label_selector
 from kubectl_dra.flags.connection import kube_options
 from kubectl_dra.text import plural
 
-VERIFY_EPILOG = ("Exit codes: 0 every pod checked matches (or there is none to check); 1 a divergence was found "
-                 "(stale verdicts do not count); 2 usage error; 3 error (no reports, POD or node not found, "
-                 "unreadable input); 4 partial: some pods could not be read, changed since the scan (stale), or "
-                 "run on nodes without a report.")
+VERIFY_EPILOG = ("Exit codes, the first that applies: 2 usage error (a bad flag value, a --cgroup-root that is no "
+                 "cgroup v2 tree); 3 nothing to show (no reports, POD or node not found, POD on another node); 1 a "
+                 "divergence was found (stale verdicts do not count; it outranks 4); 4 partial: some pods could not be "
+                 "read, changed since the scan (stale), or run on nodes without a report; 0 every pod checked matches "
+                 "(or there is none to check).")
 
 
 @click.command("verify", epilog=VERIFY_EPILOG)
