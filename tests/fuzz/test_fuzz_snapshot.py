@@ -63,7 +63,8 @@ def mutated_objects(draw, candidates=tuple(MUTABLE), max_mutations=4):
         parent = obj
         for step in path[:-1]:
             parent = parent[step]
-        where = f"{obj.get('kind')} {(obj.get('metadata') or {}).get('name')}: {'.'.join(map(str, path))}"
+        meta = obj.get("metadata")
+        where = f"{obj.get('kind')} {meta.get('name') if isinstance(meta, dict) else meta}: {'.'.join(map(str, path))}"
         if isinstance(parent, dict) and draw(st.booleans()) and draw(st.booleans()):
             del parent[path[-1]]
             mutations.append(f"{where} deleted")
