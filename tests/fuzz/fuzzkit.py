@@ -22,6 +22,7 @@ FUZZ = settings.get_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci")
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = str(REPO / "examples" / "cluster")
+NODE = "worker-gpu-1"
 TIMEOUT = float(os.environ.get("FUZZ_TIMEOUT", "20"))
 EXAMPLES: collections.Counter[str] = collections.Counter()
 
@@ -53,6 +54,26 @@ def target(fn):
         with time_limit():
             return fn(*args, **kwargs)
     return wrapper
+
+
+@functools.cache
+def agent_tree() -> Path:
+    """worker-gpu-1's cgroup tree as the kubelet writes it, once per session."""
+    import atexit
+    import shutil
+    import sys
+    import tempfile
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from cgroup_tree import build_tree
+    from kubectl_dra.cgroups.options import NodeOptions
+    from kubectl_dra.kube.snapshot import load_snapshot
+    from node_agent.scan import pods_on
+
+    root = Path(tempfile.mkdtemp(prefix="fuzz-tree-"))
+    atexit.register(shutil.rmtree, root, True)
+    build_tree(root, pods_on(load_snapshot(Path(EXAMPLE)), NODE), NodeOptions())
+    return root
 
 
 # --------------------------------------------------------------------------- the invariants
@@ -111,7 +132,7 @@ def check(run: Run, agent: bool = False) -> Run:
         assert any(line.startswith("error: ") for line in run.stderr.splitlines()), run
     if run.exit_code in (2, 3, 4):
         # the agent's scan also exits 2 when pods could not be checked; its summary says so
-        assert run.stderr.strip() or agent and run.exit_code == 2 and " unknown" in run.stdout, run
+        assert run.stderr.strip() or agent and run.exit_code == 2 and "unknown" in run.stdout, run
     return run
 
 

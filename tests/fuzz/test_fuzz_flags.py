@@ -13,9 +13,8 @@ import pytest
 from hypothesis import given, note
 from hypothesis import strategies as st
 
-from fuzzkit import EXAMPLE, FUZZ, run_agent, run_dra, target
+from fuzzkit import EXAMPLE, FUZZ, NODE, agent_tree, run_agent, run_dra, target
 
-NODE = "worker-gpu-1"
 _TEXT = st.one_of(
     st.sampled_from(["", " ", "abc", "-1", "0", "1", "7", "1.5", "0.9", "nan", "inf", "-inf", "1e309", "100ms",
                      "1s", "0s", "-5s", "999999999999h", "2Mi,1Gi", "3Mi", "none", "2Mi,,1Gi", "1Gi,1Gi", "1Pi",
@@ -106,25 +105,6 @@ def test_kubectl_dra_flags(data):
         note(f"kubectl dra {' '.join(args)}")
         run = run_dra(*args)
     _named(run, command, args)
-
-
-@functools.cache
-def agent_tree() -> Path:
-    """worker-gpu-1's cgroup tree as the kubelet writes it, once per session."""
-    import atexit
-    import shutil
-
-    import sys
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from cgroup_tree import build_tree
-    from kubectl_dra.cgroups.options import NodeOptions
-    from kubectl_dra.kube.snapshot import load_snapshot
-    from node_agent.scan import pods_on
-
-    root = Path(tempfile.mkdtemp(prefix="fuzz-tree-"))
-    atexit.register(shutil.rmtree, root, True)
-    build_tree(root, pods_on(load_snapshot(Path(EXAMPLE)), NODE), NodeOptions())
-    return root
 
 
 # the agent engineer's part of issue 23 (item 1): these flags' values end in a traceback today
