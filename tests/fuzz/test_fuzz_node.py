@@ -15,7 +15,7 @@ import yaml
 from hypothesis import given, note
 from hypothesis import strategies as st
 
-from fuzzkit import EXAMPLE, FUZZ, NODE, agent_tree, names_one_of, run_agent, run_dra, target
+from fuzzkit import fixed_elsewhere, EXAMPLE, FUZZ, NODE, agent_tree, names_one_of, run_agent, run_dra, target
 
 _CONTENTS = st.one_of(
     st.sampled_from(["", "\n", "max", "max 100000", "max max", "100000 0", "0 0", "-1", "abc", "1 2 3", "12.5",
@@ -177,8 +177,8 @@ def test_catalog_with_random_field_types(doc, command):
     _overlays_with_catalog(doc, command)
 
 
-@pytest.mark.skip(reason="issue23: fixed on another branch: a catalog requirement {operator: Gt, values: [abc]} "
-                         "is a ValueError that loses overlays (item 7)")
+@fixed_elsewhere("a catalog requirement {operator: Gt, values: [abc]} "
+                 "is a ValueError that loses overlays (item 7)")
 @FUZZ
 @given(mutated_catalogs(), _CATALOG_COMMANDS)
 @target
