@@ -12,7 +12,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, settings
 
 _SLOW_OK = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much]
-settings.register_profile("ci", max_examples=int(os.environ.get("FUZZ_EXAMPLES", "25")), derandomize=True,
+settings.register_profile("ci", max_examples=int(os.environ.get("FUZZ_EXAMPLES", "50")), derandomize=True,
                           deadline=None, database=None, print_blob=True, suppress_health_check=_SLOW_OK)
 settings.register_profile("fuzz", max_examples=int(os.environ.get("FUZZ_EXAMPLES", "2000")), deadline=None,
                           print_blob=True, suppress_health_check=_SLOW_OK)
@@ -22,7 +22,10 @@ FUZZ = settings.get_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci")
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = str(REPO / "examples" / "cluster")
-NODE = "worker-gpu-1"
+NODE = "worker-gpu-1"# pure parsers cost milliseconds an example where a CLI run costs a second: the long run gives
+# them ten times the examples (``@FUZZ_FAST``)
+FUZZ_FAST = settings(FUZZ, max_examples=FUZZ.max_examples * (10 if FUZZ.derandomize is False else 1))
+
 TIMEOUT = float(os.environ.get("FUZZ_TIMEOUT", "20"))
 EXAMPLES: collections.Counter[str] = collections.Counter()
 

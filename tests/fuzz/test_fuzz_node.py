@@ -120,14 +120,20 @@ def _catalog_paths(value, prefix=()):
 
 
 CATALOG_PATHS = list(_catalog_paths(CATALOG))[1:]
-_VALUES = st.recursive(
+_REQUIREMENT = st.fixed_dictionaries({
+    "key": st.sampled_from(["karpenter.k8s.aws/instance-cpu", "topology.kubernetes.io/zone", "karpenter.sh/capacity-type",
+                            "node.kubernetes.io/instance-type", "x"]),
+    "operator": st.sampled_from(["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", "Gte", "Lte", "Bogus"]),
+    "values": st.lists(st.sampled_from(["abc", "1", "-1", "9223372036854775808", "", "us-west-2a", "spot"]),
+                       max_size=2)})
+_VALUES = st.one_of(_REQUIREMENT, st.lists(_REQUIREMENT, max_size=2), st.recursive(
     st.one_of(st.none(), st.booleans(), st.integers(-2**64, 2**64), st.floats(), st.text(max_size=8),
               st.sampled_from(["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", "Gte", "Lte", "abc", "1",
                                "-1", "1Gi", "on-demand", "spot", "us-west-2a", "default", "m7i.2xlarge",
                                "karpenter.sh/v1", "kubectl-dra.io/v2"])),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
         st.sampled_from(["key", "operator", "values", "name", "price", "zone", "capacityType", "x"]), inner,
-        max_size=3), max_leaves=6)
+        max_size=3), max_leaves=6))
 
 
 @st.composite
@@ -177,10 +183,22 @@ def test_catalog_with_random_field_types(doc, command):
     _overlays_with_catalog(doc, command)
 
 
+@st.composite
+def catalogs_with_random_requirements(draw):
+    """Any instance type's (or offering's) requirements replaced by random ones."""
+    doc = copy.deepcopy(CATALOG)
+    item = draw(st.sampled_from(doc["instanceTypes"]))
+    offerings = item.get("offerings") or []
+    holder = draw(st.sampled_from([item, *offerings]))
+    holder["requirements"] = draw(st.lists(_REQUIREMENT, min_size=1, max_size=3))
+    note(f"{item['name']}{'' if holder is item else ' offering'}: requirements = {holder['requirements']!r}")
+    return doc
+
+
 @fixed_elsewhere("a catalog requirement {operator: Gt, values: [abc]} "
                  "is a ValueError that loses overlays (item 7)")
 @FUZZ
-@given(mutated_catalogs(), _CATALOG_COMMANDS)
+@given(st.one_of(mutated_catalogs(), catalogs_with_random_requirements()), _CATALOG_COMMANDS)
 @target
 def test_catalog_requirements_with_random_operators(doc, command):
     _overlays_with_catalog(doc, command)

@@ -11,9 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fuzzkit import fixed_elsewhere, FUZZ, run_dra, target, names_one_of
+from fuzzkit import EXAMPLE, FUZZ, FUZZ_FAST, fixed_elsewhere, names_one_of, run_dra, target
 
-from fuzzkit import EXAMPLE
 
 # --------------------------------------------------------------------------- quantities
 
@@ -28,7 +27,7 @@ quantity_texts = st.one_of(
 )
 
 
-@FUZZ
+@FUZZ_FAST
 @given(quantity_texts)
 @target
 def test_quantity_parses_or_names_the_text(text):
@@ -51,7 +50,7 @@ _SELECTOR_ALPHABET = st.sampled_from(list("ab=!,() ") + ["in", "notin", " in ", 
 selectors = st.one_of(st.lists(_SELECTOR_ALPHABET, max_size=16).map("".join), st.text(max_size=30))
 
 
-@FUZZ
+@FUZZ_FAST
 @given(selectors)
 @target
 def test_label_selector_parses_or_names_itself(text):
@@ -67,7 +66,7 @@ def test_label_selector_parses_or_names_itself(text):
     assert isinstance(matches({"app": "a", "b": ""}), bool) and len(requirements) >= 0
 
 
-@FUZZ
+@FUZZ_FAST
 @given(selectors)
 @target
 def test_field_selector_parses_or_names_itself(text):
@@ -125,7 +124,7 @@ node_selectors = st.one_of(
     _ANY)
 
 
-@FUZZ
+@FUZZ_FAST
 @given(node_selectors, st.dictionaries(st.sampled_from(["zone", "size", "x"]), _LABEL_VALUES, max_size=3))
 @target
 def test_node_selector_matches_or_is_invalid(selector, labels):
@@ -197,7 +196,7 @@ def cel_snapshot(directory, expression, device) -> None:
     (directory / "objects.yaml").write_text(yaml.safe_dump_all(objects))
 
 
-@FUZZ
+@FUZZ_FAST
 @given(cel_expressions)
 @target
 def test_cel_compiles_or_keeps_the_error(expression):
@@ -242,7 +241,7 @@ checkpoint_data = st.one_of(
     _ANY)
 
 
-@FUZZ
+@FUZZ_FAST
 @given(checkpoint_data, st.sampled_from(["right", "wrong", "missing", "bool", "huge", "string"]),
        st.sampled_from(["Data", "data", "DATA"]))
 @target
@@ -263,7 +262,7 @@ def test_dra_checkpoint_parses_or_is_refused(content, checksum_kind, data_key):
     assert isinstance(checkpoint, DRACheckpoint) and checksum_kind == "right"
 
 
-@FUZZ
+@FUZZ_FAST
 @given(st.binary(max_size=200))
 @target
 def test_dra_checkpoint_random_bytes(blob):
@@ -287,7 +286,7 @@ cpu_manager_documents = st.fixed_dictionaries({}, optional={
     "checksum": st.integers() | _ANY})
 
 
-@FUZZ
+@FUZZ_FAST
 @given(cpu_manager_documents, st.booleans(), st.binary(max_size=40))
 @target
 def test_cpu_manager_state_read_from_a_kubelet_root(document, wrapped, garbage):
@@ -343,7 +342,7 @@ cdi_documents = st.one_of(
     _ANY)
 
 
-@FUZZ
+@FUZZ_FAST
 @given(st.lists(st.tuples(st.integers(0, 1), st.one_of(cdi_documents.map(json.dumps), st.text(max_size=40))),
                 max_size=4),
        st.sampled_from(["nvidia.com/gpu=gpu0", "example.com/x=gpu1", "bad", "a/b=", ""]))
@@ -381,7 +380,7 @@ kubeconfigs = st.fixed_dictionaries({}, optional={
 })
 
 
-@FUZZ
+@FUZZ_FAST
 @given(st.one_of(kubeconfigs.map(lambda d: __import__("yaml").safe_dump(d)), st.text(max_size=60)))
 @target
 def test_kubeconfig_loads_or_names_the_file(text):
