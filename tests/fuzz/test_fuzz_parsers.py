@@ -8,7 +8,7 @@ import json
 import zlib
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from fuzzkit import EXAMPLE, FUZZ, FUZZ_FAST, fixed_elsewhere, names_one_of, run_dra, target
@@ -126,6 +126,8 @@ node_selectors = st.one_of(
 
 @FUZZ_FAST
 @given(node_selectors, st.dictionaries(st.sampled_from(["zone", "size", "x"]), _LABEL_VALUES, max_size=3))
+@example({"nodeSelectorTerms": [{"matchExpressions": True}]}, {})  # found: TypeError, explain claim lost
+@example({"nodeSelectorTerms": [{"matchFields": {"key": "metadata.name"}}]}, {})
 @target
 def test_node_selector_matches_or_is_invalid(selector, labels):
     """A ResourceSlice's nodeSelector: True/False, or NodeSelectorError naming the term."""

@@ -177,3 +177,30 @@ CATALOG = [i for i, obj in enumerate(OBJECTS) if obj.get("kind") == "InstanceTyp
 @target
 def test_snapshot_catalog_with_random_field_types(objects, command):
     check_snapshot_run(objects, "files", command)
+
+
+# minimal inputs the properties above found, kept as fixed cases: (kind, name, path, value)
+FOUND = [
+    ("ResourceClaim", "risk-engine-cpus", ("status", "allocation", "nodeSelector", "nodeSelectorTerms"), True),
+    ("ResourceClaim", "risk-engine-cpus", ("status", "allocation", "nodeSelector", "nodeSelectorTerms", 0,
+                                           "matchFields"), {"key": "metadata.name"}),
+    ("ResourceClaim", "risk-engine-cpus", ("status", "allocation", "nodeSelector", "nodeSelectorTerms", 0,
+                                           "matchFields", 0, "values"), "worker-cpu-1"),
+    ("ResourceSlice", None, ("spec", "nodeSelector"), {"nodeSelectorTerms": [{"matchExpressions": True}]}),
+]
+
+
+@pytest.mark.parametrize("kind, name, path, value", FOUND)
+@pytest.mark.parametrize("command", [("claims", "-A"), ("explain", "claim", "risk-engine-cpus", "-n", "default"),
+                                     ("explain", "node", "worker-cpu-1"), ("verify",)])
+def test_found_by_fuzzing(kind, name, path, value, command):
+    """Each was an "unexpected TypeError ... (this is a bug)" with nothing shown; now the field is
+    named (exit 4) or it is the node selector's error on that node, and the rest is shown."""
+    objects = copy.deepcopy(OBJECTS)
+    obj = next(o for o in objects if o.get("kind") == kind and (name is None or o["metadata"]["name"] == name))
+    parent = obj
+    for step in path[:-1]:
+        parent = parent[step]
+    parent[path[-1]] = value
+    run = check_snapshot_run(objects, "files", command)
+    assert run.stdout.strip(), run
