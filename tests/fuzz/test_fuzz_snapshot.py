@@ -204,3 +204,42 @@ def test_found_by_fuzzing(kind, name, path, value, command):
     parent[path[-1]] = value
     run = check_snapshot_run(objects, "files", command)
     assert run.stdout.strip(), run
+
+
+# --------------------------------------------------------------------------- Karpenter requirements
+
+_KEYS = ["karpenter.sh/nodepool", "karpenter.sh/capacity-type", "node.kubernetes.io/instance-type",
+         "karpenter.k8s.aws/instance-cpu", "topology.kubernetes.io/zone", "example.com/x", "", "Bad Key"]
+KARPENTER_REQUIREMENT = st.one_of(
+    st.fixed_dictionaries({"key": st.sampled_from(_KEYS),
+                           "operator": st.sampled_from(["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", "Gte",
+                                                        "Lte", "in", "Bogus"]),
+                           "values": st.lists(st.sampled_from(["abc", "1", "-1", "9223372036854775808", "", "gpu",
+                                                               "default", "spot", "g6e.12xlarge", "us-west-2a"]),
+                                              max_size=3)},
+                          optional={"minValues": st.one_of(st.integers(-2, 100), VALUES)}),
+    VALUES)
+_HOLDERS = [(i, path) for i, obj in enumerate(OBJECTS) for path in
+            ((("spec", "requirements"),) if obj.get("kind") == "NodeOverlay" else
+             (("spec", "template", "spec", "requirements"),) if obj.get("kind") == "NodePool" else ())]
+
+
+@st.composite
+def karpenter_requirements(draw):
+    """A NodeOverlay's or NodePool's requirements replaced by random ones."""
+    objects = copy.deepcopy(OBJECTS)
+    index, path = draw(st.sampled_from(_HOLDERS))
+    parent = objects[index]
+    for step in path[:-1]:
+        parent = parent.setdefault(step, {})
+    parent[path[-1]] = draw(st.one_of(st.lists(KARPENTER_REQUIREMENT, min_size=1, max_size=3), VALUES))
+    note(f"{objects[index]['kind']} {objects[index]['metadata']['name']}: requirements = {parent[path[-1]]!r}")
+    return objects
+
+
+@FUZZ
+@given(karpenter_requirements(), st.sampled_from([("overlays",), ("overlays", "-o", "json"),
+                                                  ("explain", "node", "worker-gpu-1"), ("claims", "-A")]))
+@target
+def test_karpenter_requirements(objects, command):
+    check_snapshot_run(objects, "files", command)
