@@ -384,6 +384,12 @@ kubeconfigs = st.fixed_dictionaries({}, optional={
 
 @FUZZ_FAST
 @given(st.one_of(kubeconfigs.map(lambda d: __import__("yaml").safe_dump(d)), st.text(max_size=60)))
+@example("contexts:\n- context:\n    user:\n    - null\n  name: c\ncurrent-context: c\n")  # found: TypeError
+@example("contexts:\n- context:\n    cluster: {a: 1}\n  name: c\ncurrent-context: c\n")
+@example("clusters:\n- cluster: {server: [1]}\n  name: k\ncontexts:\n- context: {cluster: k}\n  name: c\n"
+         "current-context: c\n")
+@example("users:\n- user: {as-groups: a}\n  name: u\ncontexts:\n- context: {user: u, cluster: k}\n  name: c\n"
+         "clusters:\n- cluster: {server: 'https://x'}\n  name: k\ncurrent-context: c\n")
 @target
 def test_kubeconfig_loads_or_names_the_file(text):
     """A client config, or ConfigError naming the file; never another exception."""
