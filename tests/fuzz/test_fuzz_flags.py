@@ -9,11 +9,10 @@ import tempfile
 from pathlib import Path
 
 import click
-import pytest
 from hypothesis import given, note
 from hypothesis import strategies as st
 
-from fuzzkit import fixed_elsewhere, EXAMPLE, FUZZ, NODE, agent_tree, run_agent, run_dra, target
+from fuzzkit import EXAMPLE, FUZZ, NODE, agent_tree, fixed_elsewhere, run_agent, run_dra, target
 
 _TEXT = st.one_of(
     st.sampled_from(["", " ", "abc", "-1", "0", "1", "7", "1.5", "0.9", "nan", "inf", "-inf", "1e309", "100ms",

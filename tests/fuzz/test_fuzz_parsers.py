@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import zlib
 
-import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
@@ -362,23 +361,22 @@ def test_cdi_specs_index_or_name_the_file(specs, wanted):
 
 # --------------------------------------------------------------------------- kubeconfig
 
-_KC_ANY = _ANY
 kubeconfigs = st.fixed_dictionaries({}, optional={
-    "apiVersion": st.just("v1") | _KC_ANY, "kind": st.just("Config") | _KC_ANY,
-    "current-context": st.sampled_from(["c", "missing", ""]) | _KC_ANY,
-    "clusters": st.lists(st.fixed_dictionaries({"name": st.just("k") | _KC_ANY, "cluster": st.fixed_dictionaries(
+    "apiVersion": st.just("v1") | _ANY, "kind": st.just("Config") | _ANY,
+    "current-context": st.sampled_from(["c", "missing", ""]) | _ANY,
+    "clusters": st.lists(st.fixed_dictionaries({"name": st.just("k") | _ANY, "cluster": st.fixed_dictionaries(
         {}, optional={"server": st.sampled_from(["https://127.0.0.1:6443", "http://[::1", "", "ftp://x", "127.0.0.1"])
-                      | _KC_ANY, "certificate-authority-data": st.sampled_from(["!!", "YQ=="]) | _KC_ANY,
-                      "insecure-skip-tls-verify": _KC_ANY, "proxy-url": _KC_ANY, "tls-server-name": _KC_ANY})
-        | _KC_ANY}), max_size=2) | _KC_ANY,
-    "users": st.lists(st.fixed_dictionaries({"name": st.just("u") | _KC_ANY, "user": st.fixed_dictionaries(
-        {}, optional={"token": _KC_ANY | st.text(max_size=5), "username": _KC_ANY, "password": _KC_ANY,
-                      "client-certificate-data": _KC_ANY, "client-key-data": _KC_ANY, "exec": _KC_ANY,
-                      "auth-provider": _KC_ANY, "as": _KC_ANY, "as-groups": _KC_ANY, "tokenFile": _KC_ANY})
-        | _KC_ANY}), max_size=2) | _KC_ANY,
-    "contexts": st.lists(st.fixed_dictionaries({"name": st.just("c") | _KC_ANY, "context": st.fixed_dictionaries(
-        {}, optional={"cluster": st.just("k") | _KC_ANY, "user": st.just("u") | _KC_ANY,
-                      "namespace": _KC_ANY}) | _KC_ANY}), max_size=2) | _KC_ANY,
+                      | _ANY, "certificate-authority-data": st.sampled_from(["!!", "YQ=="]) | _ANY,
+                      "insecure-skip-tls-verify": _ANY, "proxy-url": _ANY, "tls-server-name": _ANY})
+        | _ANY}), max_size=2) | _ANY,
+    "users": st.lists(st.fixed_dictionaries({"name": st.just("u") | _ANY, "user": st.fixed_dictionaries(
+        {}, optional={"token": _ANY | st.text(max_size=5), "username": _ANY, "password": _ANY,
+                      "client-certificate-data": _ANY, "client-key-data": _ANY, "exec": _ANY,
+                      "auth-provider": _ANY, "as": _ANY, "as-groups": _ANY, "tokenFile": _ANY})
+        | _ANY}), max_size=2) | _ANY,
+    "contexts": st.lists(st.fixed_dictionaries({"name": st.just("c") | _ANY, "context": st.fixed_dictionaries(
+        {}, optional={"cluster": st.just("k") | _ANY, "user": st.just("u") | _ANY,
+                      "namespace": _ANY}) | _ANY}), max_size=2) | _ANY,
 })
 
 

@@ -16,7 +16,7 @@ import yaml
 from hypothesis import given, note
 from hypothesis import strategies as st
 
-from fuzzkit import fixed_elsewhere, EXAMPLE, FUZZ, names_one_of, run_dra, target
+from fuzzkit import EXAMPLE, FUZZ, fixed_elsewhere, names_one_of, run_dra, target
 
 
 def _example_objects() -> list[dict]:
