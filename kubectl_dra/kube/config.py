@@ -205,6 +205,31 @@ def _named(doc: dict, path: str, key: str, inner: str) -> dict[str, dict]:
     return out
 
 
+# The typed fields of client-go's kubeconfig (api/v1 Cluster, AuthInfo, Context): a value of another
+# type fails its decoding ("cannot unmarshal array into ... of type string"), so kubectl refuses the
+# file; so do we, naming the entry and the field, rather than fail later on an unhashable name.
+_STRINGS = {
+    "clusters": ("server", "certificate-authority", "certificate-authority-data", "tls-server-name", "proxy-url"),
+    "users": ("token", "tokenFile", "username", "password", "client-certificate", "client-certificate-data",
+              "client-key", "client-key-data", "as", "as-uid"),
+    "contexts": ("cluster", "user", "namespace"),
+}
+_BOOLS = {"clusters": ("insecure-skip-tls-verify", "disable-compression")}
+_STRING_LISTS = {"users": ("as-groups",)}
+
+
+def _check_types(entries: dict[str, dict], path: str, key: str) -> None:
+    for name, entry in entries.items():
+        for field, kind, wanted in [*((f, str, "a string") for f in _STRINGS.get(key, ())),
+                                    *((f, bool, "true or false") for f in _BOOLS.get(key, ()))]:
+            if entry.get(field) is not None and not isinstance(entry[field], kind):
+                raise ConfigError(f'invalid kubeconfig {path}: {key} entry "{name}": {field} must be {wanted}')
+        for field in _STRING_LISTS.get(key, ()):
+            value = entry.get(field)
+            if value is not None and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+                raise ConfigError(f'invalid kubeconfig {path}: {key} entry "{name}": {field} must be a list of strings')
+
+
 def _read_kubeconfig_file(path: str) -> dict | None:
     """One file, with relative paths made absolute against its directory (client-go
     ``ResolveLocalPaths``); ``None`` if it does not exist."""
@@ -215,6 +240,8 @@ def _read_kubeconfig_file(path: str) -> dict | None:
     clusters = _named(doc, path, "clusters", "cluster")
     users = _named(doc, path, "users", "user")
     contexts = _named(doc, path, "contexts", "context")
+    for key, entries in (("clusters", clusters), ("users", users), ("contexts", contexts)):
+        _check_types(entries, path, key)
     for cluster in clusters.values():
         if "certificate-authority" in cluster:
             cluster["certificate-authority"] = _resolve(base, cluster["certificate-authority"])

@@ -8,9 +8,9 @@ the request (v1 nests them under ``exactly``).
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
-from pydantic import Field
+from pydantic import AfterValidator, Field
 
 from kubectl_dra.model.base import Condition, KubeObject, ResourceList, View, view
 
@@ -86,10 +86,33 @@ class DeviceAllocationResult(View):
     config: list[dict[str, Any]] = Field(default_factory=list)
 
 
+def _node_selector_shape(value: dict[str, Any]) -> dict[str, Any]:
+    """The shape the API server's schema guarantees (terms, requirement lists, string values): a
+    selector of another shape is an invalid field, named, and the claim's node unknown."""
+    terms = value.get("nodeSelectorTerms")
+    if terms is not None and not isinstance(terms, list):
+        raise ValueError("nodeSelectorTerms: must be a list")
+    for t, term in enumerate(terms or []):
+        if not isinstance(term, dict):
+            raise ValueError(f"nodeSelectorTerms[{t}]: must be an object")
+        for name in ("matchExpressions", "matchFields"):
+            requirements = term.get(name)
+            if requirements is not None and not isinstance(requirements, list):
+                raise ValueError(f"nodeSelectorTerms[{t}].{name}: must be a list")
+            for r, requirement in enumerate(requirements or []):
+                values = requirement.get("values") if isinstance(requirement, dict) else None
+                if not isinstance(requirement, dict) or not isinstance(requirement.get("key", ""), str) \
+                        or not isinstance(requirement.get("operator", ""), str) \
+                        or not isinstance(values or [], list) or not all(isinstance(v, str) for v in values or []):
+                    raise ValueError(f"nodeSelectorTerms[{t}].{name}[{r}]: must be an object with a string key "
+                                     "and operator and a list of string values")
+    return value
+
+
 @view
 class AllocationResult(View):
     devices: DeviceAllocationResult = Field(default_factory=DeviceAllocationResult)
-    node_selector: dict[str, Any] | None = None
+    node_selector: Annotated[dict[str, Any], AfterValidator(_node_selector_shape)] | None = None
     allocation_timestamp: datetime | None = None
 
     def node_name(self) -> str | None:

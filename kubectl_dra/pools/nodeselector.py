@@ -79,6 +79,11 @@ def node_selector_matches(selector: Mapping[str, Any], node_name: str, labels: M
             errors.append(f"{where}: not an object")
             continue
         expressions, fields = term.get("matchExpressions") or [], term.get("matchFields") or []
+        wrong = [name for name, value in (("matchExpressions", expressions), ("matchFields", fields))
+                 if not isinstance(value, list)]
+        if wrong:  # the API server's schema refuses any other type; so does the scheduler's decoder
+            errors.extend(f"{where}.{name}: must be a list" for name in wrong)
+            continue
         if not expressions and not fields:
             continue  # an empty term matches nothing
         try:
