@@ -13,8 +13,10 @@ from kubectl_dra import __version__
 from kubectl_dra.flags.node import node_options
 from kubectl_dra.flags.connection import kube_options
 
-EXIT = ("Exit codes (scan): 0 every pod matches (or the node runs none); 1 divergence found; 2 error (node not "
-        "found, cgroup v1, unreadable root, bad input) or pods whose cgroups could not be read.")
+EXIT = ("Exit codes (scan), as kubectl dra's: 0 every pod matches (or the node runs none); 1 divergence or claim "
+        "finding (it outranks 4); 2 usage error (a bad flag value, a --cgroup-root that is no cgroup v2 tree); 3 "
+        "error, nothing shown (the node is no Node, the API server cannot be read); 4 partial: pods whose cgroups "
+        "could not be read (named on stderr).")
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100}, epilog=EXIT)
@@ -45,7 +47,7 @@ class ListenAddress(click.ParamType):
         if isinstance(value, tuple):
             return value
         host, sep, port = str(value).rpartition(":")
-        if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+        if not sep or not (port.isascii() and port.isdigit()) or not 0 <= int(port) <= 65535:
             self.fail(f'"{value}": use HOST:PORT with a port from 0 to 65535, e.g. 0.0.0.0:8080', param, ctx)
         host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
         if host and not _is_host(host):

@@ -91,7 +91,7 @@ class CgroupFS:
             return None
         sizes = []
         for name in names:
-            if name.startswith("hugepages-") and name.endswith("kB") and name[10:-2].isdigit():
+            if name.startswith("hugepages-") and name.endswith("kB") and (name[10:-2].isascii() and name[10:-2].isdigit()):
                 sizes.append(int(name[10:-2]) * 1024)
         return sorted(sizes)
 
@@ -119,7 +119,7 @@ class CgroupFS:
                 except FileNotFoundError:
                     values[name] = None
                 except OSError as exc:  # this file only: the others are still compared
-                    observed.unreadable[name] = f"cannot read {relative}/{name}: {_reason(exc)}"
+                    observed.unreadable[name] = f"cannot read cgroup file {relative}/{name}: {_reason(exc)}"
         finally:
             os.close(directory)
         return observed
@@ -148,7 +148,7 @@ class CgroupFS:
             text = read_small(str(self.root / relative / "cgroup.procs"), limit=PROCS_LIMIT).decode("ascii", "replace")
         except OSError:
             return []
-        return [int(line) for line in text.split() if line.isdigit()]
+        return [int(line) for line in text.split() if (line.isascii() and line.isdigit())]
 
 
     def children(self, relative: str) -> list[str]:

@@ -91,9 +91,9 @@ def _detect_runtime_hugetlb(predictions) -> bool | None:
                 continue
             for file, asked in container.cri_hugepages.items():
                 value = seen.files.get(file)
-                if value is not None and value.isdigit():
+                if value is not None and (value.isascii() and value.isdigit()):
                     return True
-                if value == "max" and asked.isdigit():
+                if value == "max" and (asked.isascii() and asked.isdigit()):
                     skipped = True
     return False if skipped else None
 

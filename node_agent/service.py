@@ -84,13 +84,14 @@ def check_node(inventory: Inventory, name: str, source: str, where: str) -> None
 
 
 def exit_code(report: NodeEnforcementReport) -> int:
-    """0 everything checked held (or nothing to check); 1 a divergence or a claim finding (error or
-    warning); 2 the scan could not tell (cgroup v1, pods whose cgroups could not be read)."""
+    """kubectl dra's table: 0 everything checked held (or nothing to check); 1 a divergence or a claim
+    finding (error or warning), which outranks 4; 2 a root that is no cgroup v2 tree (a bad
+    --cgroup-root); 4 partial: pods whose cgroups could not be read."""
     if report.status.summary.diverged or report.status.summary.claim_findings:
         return 1
     if report.status.cgroup_version != "v2":
         return 2
-    return 2 if report.status.summary.unknown else 0
+    return 4 if report.status.summary.unknown else 0
 
 
 def run_scan_once(kube, node_flags: dict, node: str | None, cgroup_root: str, sys_root: str | None,
@@ -99,7 +100,8 @@ def run_scan_once(kube, node_flags: dict, node: str | None, cgroup_root: str, sy
     from kubectl_dra.kube.sources import open_source
     from kubectl_dra.printers.problems import problem_lines
     from kubectl_dra.printers.documents import to_json, to_yaml
-    from kubectl_dra.printers.reports import claims_table, divergence_table, options_lines, summary_line
+    from kubectl_dra.printers.reports import claims_table, divergence_table, options_lines, summary_line, unverified_pods
+    from kubectl_dra.text import plural
     from kubectl_dra.printers.style import Style
 
     env = env or Environment()
@@ -119,7 +121,7 @@ def run_scan_once(kube, node_flags: dict, node: str | None, cgroup_root: str, sy
         for line in problem_lines(inventory) if inventory is not None else ():
             env.error(line)
         env.error(f"error: {exc}")
-        return 2
+        return 3  # nothing shown: the node is no Node, the API server cannot be read
     for problem in kubelet.problems:
         env.error(f"warning: {problem}")
     for source in report.status.sources:
@@ -146,7 +148,11 @@ def run_scan_once(kube, node_flags: dict, node: str | None, cgroup_root: str, sy
         env.error(f"error: {report.status.message}")
     for line in problem_lines(inventory):
         env.error(line)
-    return exit_code(report)
+    code = exit_code(report)
+    if code == 4:
+        env.error(f"warning: {plural(report.status.summary.unknown, 'pod')} not verified: the result is partial: "
+                  f"{unverified_pods([report])}")
+    return code
 
 
 @dataclass

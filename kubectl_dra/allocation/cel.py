@@ -156,7 +156,7 @@ def _normalize_semver(text: str) -> str:
     parts = core.split(".")
     while len(parts) < 3:
         parts.append("0")
-    return ".".join(str(int(p)) if p.isdigit() else p for p in parts) + (sep + rest if sep else "")
+    return ".".join(str(int(p)) if (p.isascii() and p.isdigit()) else p for p in parts) + (sep + rest if sep else "")
 
 
 def _is_semver(text: str, normalize: bool = False) -> bool:

@@ -93,6 +93,9 @@ def parse_cpu_manager_state(text: str) -> CPUManagerState:
     return CPUManagerState(policy_name=policy, default_cpu_set=default, entries=entries, form=form)
 
 
+MAX_CPUS = 1 << 16  # above the kernel's CONFIG_NR_CPUS limit (8192 on x86-64, 4096 on arm64)
+
+
 def parse_cpuset(text: str) -> frozenset[int] | None:
     """``0-3,8`` -> {0, 1, 2, 3, 8}; ``""`` -> {}; None for text that is no cpuset."""
     cpus: set[int] = set()
@@ -100,10 +103,10 @@ def parse_cpuset(text: str) -> frozenset[int] | None:
         if not part:
             continue
         low, _, high = part.partition("-")
-        if not low.isdigit() or (high and not high.isdigit()):
+        if not (low.isascii() and low.isdigit()) or (high and not (high.isascii() and high.isdigit())):
             return None
         first, last = int(low), int(high or low)
-        if last < first:
+        if last < first or last >= MAX_CPUS:  # no kernel numbers a CPU that high: not a cpuset, not a huge set
             return None
         cpus.update(range(first, last + 1))
     return frozenset(cpus)

@@ -59,7 +59,10 @@ def read_overlay_inputs(opened, catalog: Path | None, extra_requests=(), *, requ
 
     instance_types, catalog_problems = [], []
     for doc in documents:
-        instance_types.extend(from_catalog(doc, catalog_problems))
+        found: list[str] = []
+        instance_types.extend(from_catalog(doc, found))
+        where = str(catalog) if catalog is not None else inventory.document_files.get(id(doc))
+        catalog_problems += [f"{where}: {m}" if where else m for m in found]
     inventory.problems += [Problem(message=m, kind="InstanceTypeCatalog") for m in catalog_problems]
     if not documents:
         instance_types = infer_from_cluster(inventory.all(Node), inventory.all(NodeClaim), inventory.all(NodePool))

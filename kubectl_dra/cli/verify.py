@@ -67,7 +67,7 @@ def verify(ctx: click.Context, kube, node_flags, nodes, selector, cgroup_root, k
     from kubectl_dra.model.registry import NodeEnforcementReportObject
     from kubectl_dra.printers.documents import to_json, to_yaml
     from kubectl_dra.cli.exitcodes import ExitStatus
-    from kubectl_dra.printers.reports import claims_table, divergence_table, options_lines, summary_line
+    from kubectl_dra.printers.reports import claims_table, divergence_table, options_lines, summary_line, unverified_pods
     from kubectl_dra.printers.style import Style
     from kubectl_dra.verify.crosscheck import crosscheck, parse_report
     from kubectl_dra.verify.report import VerifyResult
@@ -108,7 +108,8 @@ def verify(ctx: click.Context, kube, node_flags, nodes, selector, cgroup_root, k
             try:
                 reports.append(parse_report(obj.raw))
             except Exception as exc:  # one bad report must not hide the others
-                inventory.problem(str(exc), kind="NodeEnforcementReport")
+                where = inventory.document_files.get(id(obj))
+                inventory.problem(f"{where}: {exc}" if where else str(exc), kind="NodeEnforcementReport")
         for report in reports:
             crosscheck(report, inventory, namespace=namespace)
         reported = {r.metadata.name for r in reports}
@@ -180,8 +181,9 @@ def verify(ctx: click.Context, kube, node_flags, nodes, selector, cgroup_root, k
     unchecked = sum(1 for r in reports for p in r.status.pods if p.stale or p.verdict == "Unknown") + \
         sum(len(r.status.unreported_pods) for r in reports) + sum(missing.values())
     if unchecked:
+        which = unverified_pods(reports)
         env.error(f"warning: {plural(unchecked, 'pod')} {'was' if unchecked == 1 else 'were'} not verified (unknown, stale, "
-                  "or on a node without a report): the result is partial")
+                  "or on a node without a report): the result is partial" + (f": {which}" if which else ""))
         ctx.exit(ExitStatus.PARTIAL)
     ctx.exit(status)
 

@@ -191,6 +191,8 @@ def _load_snapshot(path, written: bool = False) -> tuple[Inventory, list[Unread]
                 kept += 1
                 if obj is not None:
                     inventory.add(obj)
+                    if isinstance(obj, dict) or obj.KIND == "NodeEnforcementReport":  # checked later, by the
+                        inventory.document_files[id(obj)] = label  # command: its problems name the file too
                     if not isinstance(obj, dict) and obj.invalid_fields:
                         for problem in invalid_field_problems(obj):
                             inventory.problem(f"{label}: {problem}", kind=obj.KIND)
@@ -269,6 +271,7 @@ class SnapshotSource:
             inventory.problems.extend(self._loaded.problems)
             self._problems_reported = True
         inventory.documents.update(self._loaded.documents)
+        inventory.document_files.update(self._loaded.document_files)
         return self._loaded
 
     def prime(self, requests: Iterable[ReadRequest]) -> list:

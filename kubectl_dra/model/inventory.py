@@ -37,6 +37,7 @@ class Inventory:
         self._by_key: dict[tuple[type, str | None, str], KubeObject] = {}
         self._by_uid: dict[str, KubeObject] = {}
         self.documents: dict[str, list[dict]] = defaultdict(list)  # our own kinds, raw
+        self.document_files: dict[int, str] = {}  # id(document) -> the snapshot file it came from
         self.problems: list[Problem] = []
         self.read_kinds: set[str] = set()  # kinds that were actually read (even if empty)
         self._cache: dict[str, object] = {}  # derived indexes (see index), dropped whenever an object is added

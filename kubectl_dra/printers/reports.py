@@ -98,3 +98,19 @@ def options_lines(reports: list[NodeEnforcementReport]) -> list[str]:
 
     return wrap_lines([f"{r.metadata.name}: {node_options_line(r.status.node_options, r.status.node_options_source)}"
                        for r in reports if r.status.node_options])
+
+
+def unverified_pods(reports: list[NodeEnforcementReport], limit: int = 5) -> str:
+    """The pods whose verdict is Unknown or stale, each with why (its first cause), for the
+    warning that makes the result partial: the cause is named on stderr, not only in a table row."""
+    named = []
+    for report in reports:
+        for pod in report.status.pods:
+            if pod.stale:
+                named.append(f"{pod.namespace}/{pod.name} (stale: it changed since the scan)")
+            elif pod.verdict == "Unknown":
+                first = next((d for d in pod.divergences if d.cause), None)
+                why = f"{first.cause}: {first.message}" if first and first.message else (first.cause if first else "unknown")
+                named.append(f"{pod.namespace}/{pod.name} ({why})")
+    shown = "; ".join(named[:limit])
+    return shown + (f"; and {len(named) - limit} more" if len(named) > limit else "")

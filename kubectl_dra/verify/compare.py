@@ -42,7 +42,12 @@ class ObservedPod:
 
 
 def _int(text: str | None) -> int | None:
-    return int(text) if text is not None and text.isdigit() else None  # kernel files hold plain digits
+    return int(text) if text is not None and _digits(text) else None  # kernel files hold plain digits
+
+
+def _digits(text: str) -> bool:
+    """ASCII digits only: str.isdigit() also takes "²", which int() refuses (found by fuzzing)."""
+    return text.isascii() and text.isdigit()
 
 
 @functools.lru_cache(maxsize=64)
@@ -54,7 +59,7 @@ def _hugepage_size(file: str) -> int | None:
     name = parts[1]
     units = {"KB": 1 << 10, "MB": 1 << 20, "GB": 1 << 30, "TB": 1 << 40, "B": 1}
     for unit in ("KB", "MB", "GB", "TB", "B"):
-        if name.endswith(unit) and name[: -len(unit)].isdigit():
+        if name.endswith(unit) and (name[: -len(unit)].isascii() and name[: -len(unit)].isdigit()):
             return int(name[: -len(unit)]) * units[unit]
     return None
 
@@ -86,11 +91,11 @@ def readable(file: str, observed: str) -> bool:
     """Whether a file's content has the kernel's format at all (garbage is not a divergence)."""
     if file == "cpu.max":
         parts = observed.split()
-        return len(parts) == 2 and (parts[0] == "max" or parts[0].isdigit()) and parts[1].isdigit()
+        return len(parts) == 2 and (parts[0] == "max" or _digits(parts[0])) and _digits(parts[1])
     if file.startswith(("memory.", "hugetlb.")):
-        return observed == "max" or observed.isdigit()
+        return observed == "max" or (observed.isascii() and observed.isdigit())
     if file == "cpu.weight":
-        return observed.isdigit()
+        return (observed.isascii() and observed.isdigit())
     return True
 
 
@@ -166,12 +171,12 @@ def _compare(diffs: list[Divergence], scope: str, container: str | None, expecte
         if seen is None:
             diffs.append(Divergence(scope=scope, container=container, file=file, expected=value, observed=None,
                                     cause="CgroupMissing", severity="warning",
-                                    message=f"{observed.path}/{file} does not exist (controller not enabled?)"))
+                                    message=f"cgroup file {observed.path}/{file} does not exist (controller not enabled?)"))
             continue
         if not readable(file, seen):
             diffs.append(Divergence(scope=scope, container=container, file=file, expected=value, observed=seen[:64],
                                     cause="CgroupUnreadable", severity="warning",
-                                    message=f"{observed.path}/{file} does not hold a {file} value"))
+                                    message=f"cgroup file {observed.path}/{file} does not hold a {file} value"))
             continue
         without = no_dra.get(file)
         cause = "DRAAmountMissing" if without is not None and without != value and \
@@ -205,7 +210,7 @@ def _runtime_hugetlb(diffs: list[Divergence], container, seen: ObservedCgroup, o
                              "the file is max")
         return
     for file, asked in container.cri_hugepages.items():
-        if asked != "0" and asked.isdigit() and seen.files.get(file) == "max":
+        if asked != "0" and (asked.isascii() and asked.isdigit()) and seen.files.get(file) == "max":
             diffs.append(Divergence(
                 scope="container", container=container.name, file=file, expected=asked, observed="max",
                 cause="RuntimeHugetlbDisabled", severity=SEVERITY["RuntimeHugetlbDisabled"],

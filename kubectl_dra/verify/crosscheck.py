@@ -30,8 +30,9 @@ def parse_report(raw: dict) -> NodeEnforcementReport:
     except ValidationError as exc:
         name = (raw.get("metadata") or {}).get("name", "<unnamed>")
         first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise InputError(f"NodeEnforcementReport {name}: {where}: {first['msg']}") from None
+        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in first["loc"]).lstrip(".")
+        raise InputError(f"NodeEnforcementReport {name}: {where}: {first['msg']} (the report is not used: its "
+                         "node counts as without a report)") from None
 
 
 def crosscheck(report: NodeEnforcementReport, inventory: Inventory, *, namespace: str | None = None) -> None:

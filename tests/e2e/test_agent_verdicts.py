@@ -228,12 +228,12 @@ def test_scan_once_refuses_a_node_that_is_not_a_node(tmp_path):
     pods, _, _ = containerd_default_tree(tmp_path)
     snapshot, root = write_snapshot(tmp_path, pods), str(tmp_path / "fs" / "cgroup")
     wrong = agent("scan", "--once", "--snapshot", snapshot, "--node", "worker-9", "--cgroup-root", root)
-    assert wrong.exit_code == 2 and 'node "worker-9" not found' in wrong.stderr and wrong.stdout == ""
+    assert wrong.exit_code == 3 and 'node "worker-9" not found' in wrong.stderr and wrong.stdout == ""
     # no --node: NODE_NAME wins; this machine's hostname is no Node, so without it: ask for --node
     named = agent("scan", "--once", "--snapshot", snapshot, "--cgroup-root", root, env={"NODE_NAME": NODE})
     assert named.exit_code == 0 and "1 node, 4 pods: 4 match" in named.stdout
     host = agent("scan", "--once", "--snapshot", snapshot, "--cgroup-root", root, env={"NODE_NAME": ""})
-    assert host.exit_code == 2 and "is not a Node" in host.stderr and "pass --node NAME" in host.stderr
+    assert host.exit_code == 3 and "is not a Node" in host.stderr and "pass --node NAME" in host.stderr
 
 
 def test_a_node_without_pods_checks_nothing_and_says_so(tmp_path):
@@ -250,10 +250,12 @@ def test_unreadable_pods_are_not_success(tmp_path, dra):
     shutil.rmtree(dirs[("besteffort", None)])
     snapshot, root = write_snapshot(tmp_path, pods), str(tmp_path / "fs" / "cgroup")
     scanned = agent("scan", "--once", "--snapshot", snapshot, "--node", NODE, "--cgroup-root", root)
-    assert scanned.exit_code == 2 and "1 node, 4 pods: 3 match, 0 diverged, 1 unknown" in scanned.stdout
+    # partial, as verify says it (exit 4), and the pod named with its cause on stderr, not only in a row
+    assert scanned.exit_code == 4 and "1 node, 4 pods: 3 match, 0 diverged, 1 unknown" in scanned.stdout
+    assert "1 pod not verified: the result is partial: ml/besteffort (CgroupMissing: cgroup" in scanned.stderr
     verified = dra("verify", "--snapshot", snapshot, "--node", NODE, "--cgroup-root", root)
     assert verified.exit_code == 4 and "3 match, 0 diverged, 1 unknown" in verified.stdout
-    assert "1 pod was not verified" in verified.stderr
+    assert "1 pod was not verified" in verified.stderr and "ml/besteffort (CgroupMissing" in verified.stderr
     set_file(dirs[("burstable", "encoder")], "memory.max", str(8 << 30))  # a divergence beats "partial"
     assert agent("scan", "--once", "--snapshot", snapshot, "--node", NODE, "--cgroup-root", root).exit_code == 1
     assert dra("verify", "--snapshot", snapshot, "--node", NODE, "--cgroup-root", root).exit_code == 1

@@ -390,3 +390,45 @@ def test_a_cgroup_root_that_cannot_be_entered_is_said(tmp_path, dra):
             raise PermissionError(13, "Permission denied")
 
     assert Denied(tmp_path).unusable() == ("CgroupUnreadable", f"{tmp_path}: permission denied")
+
+
+# -- found by fuzzing (tests/fuzz), kept as fixed cases ------------------------------------------------------
+
+@pytest.mark.parametrize("text,cpus", [
+    ("²", None),  # str.isdigit() says yes, int() says no: it was a ValueError
+    ("0-18446744073709551616", None),  # range(...) of 2^64 CPUs: memory without bound
+    ("0-3,8", frozenset({0, 1, 2, 3, 8})),
+    ("65535", frozenset({65535})),
+    ("65536", None),
+])
+def test_cpusets_that_are_no_cpuset(text, cpus):
+    from kubectl_dra.cgroups.cpumanager import parse_cpuset
+
+    assert parse_cpuset(text) == cpus
+
+
+def test_a_cgroup_value_with_unicode_digits_is_unreadable_not_a_crash(tmp_path):
+    dirs, snapshot, root = tree(tmp_path)
+    (dirs[("guaranteed", "engine")] / "memory.max").write_text("²\n")
+    result = agent("scan", "--once", "--snapshot", snapshot, "--node", NODE, "--cgroup-root", root)
+    assert result.exit_code == 4 and "Traceback" not in result.output
+    assert "does not hold a memory.max value" in result.stderr
+
+
+def test_an_empty_node_flag_value_is_a_usage_error():
+    result = agent("scan", "--once", "--snapshot", str(EXAMPLE), "--node", "worker-gpu-1", "--cpu-cfs-period", "")
+    assert result.exit_code == 2 and "Invalid value for '--cpu-cfs-period'" in result.stderr
+
+
+def test_a_report_with_a_bad_field_names_its_file(tmp_path, dra):
+    snapshot = tmp_path / "snap"
+    shutil.copytree(EXAMPLE, snapshot)
+    path = snapshot / "reports" / "worker-gpu-1.yaml"
+    docs = [d for d in yaml.safe_load_all(path.read_text()) if d]
+    report = next(i for d in docs for i in d.get("items", [d]) if i.get("kind") == "NodeEnforcementReport")
+    report["status"]["claims"][0]["pods"] = [None]
+    path.write_text(yaml.safe_dump_all(docs))
+    result = dra("verify", "--snapshot", str(snapshot))
+    assert result.exit_code == 4
+    assert (f"error: {path}: NodeEnforcementReport worker-gpu-1: status.claims[0].pods[0]: Input should be a "
+            "valid string") in result.stderr

@@ -7,8 +7,7 @@ Budgets are hypothesis settings profiles chosen by ``HYPOTHESIS_PROFILE``:
 ``ci`` (the default here, and what ``scripts/test`` selects): 50 examples per target, derandomized,
 so a CI run is reproducible and the directory takes about 35 s on two cores;
 ``fuzz`` (``scripts/fuzz``): ``FUZZ_EXAMPLES`` examples per CLI target (default 2000) and ten
-times that per pure parser, random seeds. ``FUZZ_KNOWN=1`` also runs the properties marked
-``fixed_elsewhere`` (bugs another branch of issue 23 fixes).
+times that per pure parser, random seeds.
 Every example runs under a wall-clock alarm (``FUZZ_TIMEOUT`` seconds, default 20): a hang is a
 failure, not a stuck CI job.
 """

@@ -30,15 +30,6 @@ TIMEOUT = float(os.environ.get("FUZZ_TIMEOUT", "20"))
 EXAMPLES: collections.Counter[str] = collections.Counter()
 
 
-def fixed_elsewhere(reason: str):
-    """Skip a property that fails today for a bug another branch of issue 23 fixes; after merging,
-    ``FUZZ_KNOWN=1 scripts/fuzz -k NAME`` runs it (then drop the mark)."""
-    import pytest
-
-    return pytest.mark.skipif(os.environ.get("FUZZ_KNOWN") != "1",
-                              reason=f"issue23: fixed on another branch: {reason}")
-
-
 class Hang(Exception):
     """An example ran past the per-example timeout."""
 

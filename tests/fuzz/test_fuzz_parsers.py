@@ -10,7 +10,7 @@ import zlib
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from fuzzkit import EXAMPLE, FUZZ, FUZZ_FAST, fixed_elsewhere, names_one_of, run_dra, target
+from fuzzkit import EXAMPLE, FUZZ, FUZZ_FAST, names_one_of, run_dra, target
 
 
 # --------------------------------------------------------------------------- quantities
@@ -90,7 +90,6 @@ def test_selector_flag_through_the_cli(text, flag):
     names_one_of(run, "selector", flag)
 
 
-@fixed_elsewhere("a bad -l value exits 3, not 2 (item 10)")
 @FUZZ
 @given(selectors)
 @target
@@ -309,8 +308,6 @@ def test_cpu_manager_state_read_from_a_kubelet_root(document, wrapped, garbage):
                     assert all(isinstance(v, str) for v in containers.values())
 
 
-@fixed_elsewhere("parse_cpuset('0-99999999999') builds a set of 10^11 CPUs (memory without bound, a hang); "
-                 "cpu_manager_state is the agent branch's (items 1, 13)")
 @FUZZ
 @given(_CPUSETS)
 @target
@@ -410,8 +407,6 @@ def test_kubeconfig_loads_or_names_the_file(text):
                 or "server" in message, message
 
 
-@fixed_elsewhere("a selector past CEL's iteration budget is RuntimeError "
-                 "'Iteration budget exceeded', 'unexpected ... (this is a bug)' (item 8)")
 @FUZZ
 @given(st.integers(1, 4), st.integers(10, 400))
 @target
