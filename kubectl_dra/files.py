@@ -104,19 +104,14 @@ def read_bytes(path: str | os.PathLike, *, label: str | None = None, explicit: b
     most = limit()
     if allow_stdin and text == STDIN:
         return _read_stdin(label, most)
-    try:
-        info = os.stat(text)
-    except OSError as exc:
-        reason, missing = _os_reason(exc, text)
-        raise FileReadError(label, reason, missing=missing) from None
+    info = _stat(text, label)
     what = _kind(info.st_mode)
     pipe = stat.S_ISFIFO(info.st_mode)
     if what is not None and not (pipe and explicit):
         where = "" if explicit else " (only regular files are read from a directory)"
         raise FileReadError(label, f"{what}, not a file{where}")
-    if not pipe and info.st_size > most:
-        raise FileReadError(label, f"is {info.st_size} bytes, more than the limit of {_size(most)} "
-                                   f"(set {LIMIT_ENV} to read it)")
+    if not pipe:
+        _check_size(info, label, most)
     flags = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
     if not pipe:  # never wait in open(): the file may have been replaced by a FIFO since stat
         flags |= os.O_NONBLOCK
@@ -138,22 +133,33 @@ def read_bytes(path: str | os.PathLike, *, label: str | None = None, explicit: b
         os.close(fd)
 
 
+def _stat(text: str, label: str) -> os.stat_result:
+    """``os.stat`` (following links), its failure said as :class:`FileReadError`."""
+    try:
+        return os.stat(text)
+    except OSError as exc:
+        reason, missing = _os_reason(exc, text)
+        raise FileReadError(label, reason, missing=missing) from None
+
+
+def _check_size(info: os.stat_result, label: str, most: int) -> None:
+    """A file whose size says it is over the limit is refused before it is opened."""
+    if info.st_size > most:
+        raise FileReadError(label, f"is {info.st_size} bytes, more than the limit of {_size(most)} "
+                                   f"(set {LIMIT_ENV} to read it)")
+
+
 def check_file(path: str | os.PathLike, *, label: str | None = None) -> None:
     """For a file another library opens itself (a TLS certificate or key): refuse, without opening
     it, what :func:`read_bytes` would refuse; a pipe is left for that library to read, once."""
     text = os.fspath(path)
     label = label or text
-    try:
-        info = os.stat(text)
-    except OSError as exc:
-        reason, missing = _os_reason(exc, text)
-        raise FileReadError(label, reason, missing=missing) from None
+    info = _stat(text, label)
     what = _kind(info.st_mode)
     if what is not None and not stat.S_ISFIFO(info.st_mode):
         raise FileReadError(label, f"{what}, not a file")
-    if what is None and info.st_size > limit():
-        raise FileReadError(label, f"is {info.st_size} bytes, more than the limit of {_size(limit())} "
-                                   f"(set {LIMIT_ENV} to read it)")
+    if what is None:
+        _check_size(info, label, limit())
 
 
 def read_text(path: str | os.PathLike, **kwargs) -> str:

@@ -192,7 +192,12 @@ def read_small(path: str, *, dir_fd: int | None = None, limit: int) -> bytes:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
             raise NotRegularFile(errno.EINVAL, f"not a regular file ({_kind(mode)})")
-        data = os.read(fd, limit + 1)
+        data = b""
+        while len(data) <= limit:  # kernel files (seq_file: cgroup.procs) may answer a page per read
+            chunk = os.read(fd, limit + 1 - len(data))
+            if not chunk:
+                break
+            data += chunk
         if len(data) > limit:
             raise OSError(errno.EFBIG, f"larger than {limit} bytes")
         return data

@@ -63,10 +63,10 @@ def parse_period(text: str) -> int:
             except (ValueError, ZeroDivisionError):
                 break
             if value.denominator != 1 or not 1000 <= value <= 1_000_000:
-                raise InputError(f'invalid --cpu-cfs-period "{text}": must be a whole number of '
+                raise InputError(f'"{text}": must be a whole number of '
                                  "microseconds between 1ms and 1s")
             return int(value)
-    raise InputError(f'invalid --cpu-cfs-period "{text}": use a duration such as 100ms or 5ms')
+    raise InputError(f'"{text}": use a duration such as 100ms or 5ms')
 
 
 def parse_hugepage_sizes(text: str) -> list[int]:
@@ -78,9 +78,9 @@ def parse_hugepage_sizes(text: str) -> list[int]:
         try:
             size = Quantity.parse(part.strip()).value()
         except ValueError:
-            raise InputError(f'invalid --hugepage-sizes entry "{part.strip()}": use sizes like 2Mi,1Gi') from None
+            raise InputError(f'entry "{part.strip()}": use sizes like 2Mi,1Gi') from None
         if size <= 0 or size & (size - 1):
-            raise InputError(f'invalid --hugepage-sizes entry "{part.strip()}": a page size is a power of two')
+            raise InputError(f'entry "{part.strip()}": a page size is a power of two')
         sizes.append(size)
     return sorted(set(sizes))
 

@@ -40,17 +40,3 @@ def check_label_selector(ctx, param, value):
     except InputError as exc:
         raise click.BadParameter(str(exc)) from None
     return value
-
-
-def check_field_selector(ctx, param, value):
-    """The same for ``--field-selector``."""
-    if value is None:
-        return value
-    from kubectl_dra.errors import InputError
-    from kubectl_dra.kube.selectors import parse_field_selector
-
-    try:
-        parse_field_selector(value)
-    except InputError as exc:
-        raise click.BadParameter(str(exc)) from None
-    return value

@@ -22,7 +22,7 @@ class _Parsed(click.ParamType):
         try:
             return self._parse(value)
         except InputError as exc:
-            self.fail(str(exc).replace(f"invalid {param.opts[0] if param else ''} ", "", 1), param, ctx)
+            self.fail(str(exc), param, ctx)  # the core's words name the value; click names the flag
 
 
 def _period(text: str) -> int:

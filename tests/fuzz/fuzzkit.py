@@ -143,3 +143,14 @@ def names_one_of(run: Run, *causes: str) -> None:
     """The stderr of a failed or partial run names the cause (a file, a field, a flag)."""
     if run.exit_code in (2, 3, 4):
         assert any(cause and cause in run.stderr for cause in causes), (causes, run)
+
+
+def paths(value, prefix=()):
+    """Every path into a JSON-like value (keys and list indices), the value's own path first."""
+    yield prefix
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            yield from paths(inner, (*prefix, key))
+    elif isinstance(value, list):
+        for index, inner in enumerate(value):
+            yield from paths(inner, (*prefix, index))

@@ -14,7 +14,7 @@ import yaml
 from hypothesis import given, note
 from hypothesis import strategies as st
 
-from fuzzkit import EXAMPLE, FUZZ, NODE, agent_tree, names_one_of, run_agent, run_dra, target
+from fuzzkit import EXAMPLE, FUZZ, NODE, agent_tree, names_one_of, paths, run_agent, run_dra, target
 
 _CONTENTS = st.one_of(
     st.sampled_from(["", "\n", "max", "max 100000", "max max", "100000 0", "0 0", "-1", "abc", "1 2 3", "12.5",
@@ -100,17 +100,7 @@ def _catalog() -> dict:
 
 
 CATALOG = _catalog()
-def _catalog_paths(value, prefix=()):
-    yield prefix
-    if isinstance(value, dict):
-        for key, inner in value.items():
-            yield from _catalog_paths(inner, (*prefix, key))
-    elif isinstance(value, list):
-        for index, inner in enumerate(value):
-            yield from _catalog_paths(inner, (*prefix, index))
-
-
-CATALOG_PATHS = list(_catalog_paths(CATALOG))[1:]
+CATALOG_PATHS = list(paths(CATALOG))[1:]
 _REQUIREMENT = st.fixed_dictionaries({
     "key": st.sampled_from(["karpenter.k8s.aws/instance-cpu", "topology.kubernetes.io/zone", "karpenter.sh/capacity-type",
                             "node.kubernetes.io/instance-type", "x"]),

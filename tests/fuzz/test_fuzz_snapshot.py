@@ -16,7 +16,7 @@ import yaml
 from hypothesis import given, note
 from hypothesis import strategies as st
 
-from fuzzkit import EXAMPLE, FUZZ, names_one_of, run_dra, target
+from fuzzkit import EXAMPLE, FUZZ, names_one_of, paths, run_dra, target
 
 
 def _example_objects() -> list[dict]:
@@ -30,17 +30,6 @@ def _example_objects() -> list[dict]:
 OBJECTS = _example_objects()
 KNOWN_ELSEWHERE = {"InstanceTypeCatalog", "DeviceTaintRule"}  # their own targets below
 MUTABLE = [i for i, obj in enumerate(OBJECTS) if obj.get("kind") not in KNOWN_ELSEWHERE]
-
-
-def _paths(value, prefix=()):
-    """Every path into a JSON-like value (keys and list indices), the value's own path first."""
-    yield prefix
-    if isinstance(value, dict):
-        for key, inner in value.items():
-            yield from _paths(inner, (*prefix, key))
-    elif isinstance(value, list):
-        for index, inner in enumerate(value):
-            yield from _paths(inner, (*prefix, index))
 
 
 _SCALARS = st.one_of(
@@ -60,8 +49,7 @@ def mutated_objects(draw, candidates=tuple(MUTABLE), max_mutations=4):
     objects, mutations = copy.deepcopy(OBJECTS), []
     for _ in range(draw(st.integers(1, max_mutations))):
         obj = objects[draw(st.sampled_from(candidates))]
-        paths = list(_paths(obj))[1:]
-        path = draw(st.sampled_from(paths))
+        path = draw(st.sampled_from(list(paths(obj))[1:]))
         parent = obj
         for step in path[:-1]:
             parent = parent[step]
