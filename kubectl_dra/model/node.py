@@ -19,9 +19,21 @@ class NodeSystemInfo(View):
 
 
 @view
+class Taint(View):
+    key: str = ""
+    value: str = ""
+    effect: str = ""  # NoSchedule | PreferNoSchedule | NoExecute
+    time_added: str | None = None
+
+    def __str__(self) -> str:
+        """As kubectl and the scheduler print one: ``key=value:Effect`` (``key:Effect`` without a value)."""
+        return f"{self.key}={self.value}:{self.effect}" if self.value else f"{self.key}:{self.effect}"
+
+
+@view
 class NodeSpec(View):
     provider_id: str | None = Field(default=None, alias="providerID")
-    taints: list[dict[str, Any]] = Field(default_factory=list)
+    taints: list[Taint] = Field(default_factory=list)
     unschedulable: bool = False
 
 

@@ -47,11 +47,20 @@ class ResourceRequirements(View):
 
 
 @view
+class ContainerPort(View):
+    container_port: int = 0
+    host_port: int = 0  # 0: no host port (hostNetwork pods get container_port here by API defaulting)
+    protocol: str = "TCP"
+    host_ip: str = Field(default="", alias="hostIP")
+
+
+@view
 class Container(View):
     name: str
     image: str = ""
     resources: ResourceRequirements = Field(default_factory=ResourceRequirements)
     restart_policy: str | None = None  # "Always" on an init container makes it a sidecar
+    ports: list[ContainerPort] = Field(default_factory=list)
 
 
 @view
@@ -59,6 +68,130 @@ class PodResourceClaim(View):
     name: str
     resource_claim_name: str | None = None
     resource_claim_template_name: str | None = None
+
+
+@view
+class LabelSelectorRequirement(View):
+    key: str
+    operator: str
+    values: list[str] = Field(default_factory=list)
+
+
+@view
+class LabelSelector(View):
+    """metav1.LabelSelector; ``None`` where the API allows it to be absent (matches nothing there)."""
+    match_labels: dict[str, str] = Field(default_factory=dict)
+    match_expressions: list[LabelSelectorRequirement] = Field(default_factory=list)
+
+
+@view
+class NodeSelectorRequirement(View):
+    key: str
+    operator: str
+    values: list[str] = Field(default_factory=list)
+
+
+@view
+class NodeSelectorTerm(View):
+    match_expressions: list[NodeSelectorRequirement] = Field(default_factory=list)
+    match_fields: list[NodeSelectorRequirement] = Field(default_factory=list)
+
+
+@view
+class NodeSelector(View):
+    node_selector_terms: list[NodeSelectorTerm] = Field(default_factory=list)
+
+
+@view
+class PreferredSchedulingTerm(View):
+    weight: int = 0
+    preference: NodeSelectorTerm = Field(default_factory=NodeSelectorTerm)
+
+
+@view
+class NodeAffinity(View):
+    required_during_scheduling_ignored_during_execution: NodeSelector | None = None
+    preferred_during_scheduling_ignored_during_execution: list[PreferredSchedulingTerm] = Field(default_factory=list)
+
+
+@view
+class PodAffinityTerm(View):
+    topology_key: str = ""
+    label_selector: LabelSelector | None = None
+    namespaces: list[str] = Field(default_factory=list)
+    namespace_selector: LabelSelector | None = None
+    match_label_keys: list[str] = Field(default_factory=list)
+    mismatch_label_keys: list[str] = Field(default_factory=list)
+
+
+@view
+class WeightedPodAffinityTerm(View):
+    weight: int = 0
+    pod_affinity_term: PodAffinityTerm = Field(default_factory=PodAffinityTerm)
+
+
+@view
+class PodAffinity(View):
+    """Both podAffinity and podAntiAffinity; only the required terms filter."""
+    required_during_scheduling_ignored_during_execution: list[PodAffinityTerm] = Field(default_factory=list)
+    preferred_during_scheduling_ignored_during_execution: list[WeightedPodAffinityTerm] = Field(default_factory=list)
+
+
+@view
+class Affinity(View):
+    node_affinity: NodeAffinity | None = None
+    pod_affinity: PodAffinity | None = None
+    pod_anti_affinity: PodAffinity | None = None
+
+
+@view
+class Toleration(View):
+    key: str = ""
+    operator: str = ""  # "" is Equal
+    value: str = ""
+    effect: str = ""  # "" matches every effect
+    toleration_seconds: int | None = None
+
+
+@view
+class TopologySpreadConstraint(View):
+    max_skew: int = 1
+    topology_key: str = ""
+    when_unsatisfiable: str = "DoNotSchedule"
+    label_selector: LabelSelector | None = None
+    min_domains: int | None = None
+    node_affinity_policy: str | None = None  # None: Honor
+    node_taints_policy: str | None = None  # None: Ignore
+    match_label_keys: list[str] = Field(default_factory=list)
+
+
+@view
+class PersistentVolumeClaimVolumeSource(View):
+    claim_name: str = ""
+    read_only: bool = False
+
+
+@view
+class Volume(View):
+    """A pod volume: the name, the sources the scheduler's volume plugins look at, and which
+    source it is (``source``: the one key besides ``name``, e.g. ``configMap``, ``csi``)."""
+    name: str = ""
+    persistent_volume_claim: PersistentVolumeClaimVolumeSource | None = None
+    ephemeral: dict[str, Any] | None = None
+    csi: dict[str, Any] | None = None
+    source: str = ""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _source(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "source" not in data:
+            data = {**data, "source": next((k for k in data if k != "name"), "")}
+        return data
+
+
+@view
+class PodSchedulingGate(View):
+    name: str = ""
 
 
 @view
@@ -76,6 +209,16 @@ class PodSpec(View):
     resource_claims: list[PodResourceClaim] = Field(default_factory=list)
     scheduling_group: PodSchedulingGroup | None = None
     restart_policy: str = "Always"
+    node_selector: dict[str, str] = Field(default_factory=dict)
+    affinity: Affinity | None = None
+    tolerations: list[Toleration] = Field(default_factory=list)
+    topology_spread_constraints: list[TopologySpreadConstraint] = Field(default_factory=list)
+    priority: int | None = None
+    priority_class_name: str = ""
+    scheduler_name: str = "default-scheduler"
+    scheduling_gates: list[PodSchedulingGate] = Field(default_factory=list)
+    volumes: list[Volume] = Field(default_factory=list)
+    host_network: bool = False
 
 
 @view
