@@ -46,7 +46,7 @@ def pod_claims(pod: Pod, inventory: Inventory) -> tuple[list[ResourceClaim], lis
     return pending, allocated, problems
 
 
-def _slice_index(slices: list[ResourceSlice]):
+def slice_index(slices: list[ResourceSlice]):
     by_node: dict[str, list[ResourceSlice]] = {}
     shared: list[ResourceSlice] = []
     by_pool: dict[tuple[str, str], list[ResourceSlice]] = {}
@@ -56,7 +56,7 @@ def _slice_index(slices: list[ResourceSlice]):
     return by_node, shared, by_pool
 
 
-def _rule_taints(inventory: Inventory) -> dict:
+def rule_taints(inventory: Inventory) -> dict:
     """DeviceTaintRule taints that keep new allocations off, per selected device: the same matching
     ``taints`` uses (the driver's own taints are on the devices already)."""
     from datetime import datetime, timezone
@@ -76,7 +76,7 @@ def _rule_taints(inventory: Inventory) -> dict:
     return out
 
 
-def _not_on_node(claim: ResourceClaim, node: Node) -> bool:
+def not_on_node(claim: ResourceClaim, node: Node) -> bool:
     selector = claim.status.allocation.node_selector if claim.status.allocation else None
     if not selector:
         return False
@@ -95,14 +95,14 @@ def explain_allocation(claims: list[ResourceClaim], inventory: Inventory, *, all
     classes = {c.name: c for c in inventory.all(DeviceClass)}
     skip = {c.uid for c in claims}
     state = state or AllocatedState.of(inventory.all(ResourceClaim), skip)
-    by_node, shared, by_pool = _slice_index(inventory.all(ResourceSlice))
+    by_node, shared, by_pool = slice_index(inventory.all(ResourceSlice))
     nodes = sorted(inventory.all(Node), key=lambda n: n.name)
     if only_node is not None:
         nodes = [n for n in nodes if n.name == only_node]
-    allocator = Allocator(claims, classes, state, rule_taints=_rule_taints(inventory))
+    allocator = Allocator(claims, classes, state, rule_taints=rule_taints(inventory))
     views: list[NodeAllocation] = []
     for node in nodes:
-        elsewhere = [c for c in allocated if _not_on_node(c, node)]
+        elsewhere = [c for c in allocated if not_on_node(c, node)]
         if elsewhere:
             views.append(NodeAllocation(node=node.name, feasible=False, message="; ".join(
                 f"resourceclaim {c.namespace}/{c.name} is allocated on another node (not available on this one)"
@@ -257,7 +257,7 @@ def explain_proposals(claims: list[ResourceClaim], inventory: Inventory, instanc
             spec["nodeName"] = name
             slices.append(ResourceSlice.model_validate({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
                                                         "metadata": {"name": f"{name}-{index}"}, "spec": spec}))
-        _, _, by_pool = _slice_index(slices)
+        _, _, by_pool = slice_index(slices)
         outcome = Allocator(claims, classes, AllocatedState()).allocate(node, gather(node, slices, by_pool))
         view_out = _view(outcome)
         out.append(ProposalView(node_pool=view.node_pool, instance_type=view.name, feasible=outcome.feasible,

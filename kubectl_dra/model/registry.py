@@ -33,6 +33,7 @@ def models() -> tuple[type[KubeObject], ...]:
     """Every kind the tool reads. Imported on first use: a command that reads one kind (a live
     ``claims`` list) does not pay for creating the view classes of the fifteen others."""
     from kubectl_dra.model.karpenter import NodeClaim, NodeOverlay, NodePool
+    from kubectl_dra.model.namespace import Namespace
     from kubectl_dra.model.node import Node
     from kubectl_dra.model.pod import Pod
     from kubectl_dra.model.claim import ResourceClaim, ResourceClaimTemplate
@@ -41,7 +42,8 @@ def models() -> tuple[type[KubeObject], ...]:
     from kubectl_dra.model.workloads import Deployment, Job, ReplicaSet, StatefulSet
 
     return (Pod, Node, ResourceClaim, ResourceClaimTemplate, ResourceSlice, DeviceClass, DeviceTaintRule, PodGroup,
-            NodePool, NodeClaim, NodeOverlay, Deployment, ReplicaSet, StatefulSet, Job, NodeEnforcementReportObject)
+            NodePool, NodeClaim, NodeOverlay, Deployment, ReplicaSet, StatefulSet, Job, NodeEnforcementReportObject,
+            Namespace)
 
 
 @functools.cache

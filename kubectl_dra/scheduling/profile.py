@@ -1,0 +1,139 @@
+"""Which filter plugins run, in which order, with which arguments: kube-scheduler v1.37.2's
+default profile (pkg/scheduler/apis/config/v1/default_plugins.go, with the feature gates on by
+default at that version), or a profile read from a KubeSchedulerConfiguration file.
+
+A profile this tool cannot model fully (a plugin it does not know, an extender, a pod whose
+``schedulerName`` has no profile) is not guessed at: what is missing is listed, and every node's
+verdict becomes undetermined.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubectl_dra.scheduling.framework import Plugin
+
+DEFAULT_SCHEDULER = "default-scheduler"
+
+# The filter (and PreFilter) order of the default MultiPoint list at v1.37.2. DynamicResources is
+# inserted before DefaultPreemption (applyDynamicResources); NodeDeclaredFeatures is appended (GA,
+# locked on). GangScheduling and the workload plugins (gates off by default) have no filter.
+DEFAULT_FILTERS = (
+    "NodeName", "NodeUnschedulable", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit",
+    "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "PodTopologySpread",
+    "InterPodAffinity", "DynamicResources", "NodeDeclaredFeatures",
+)
+# plugins of the default list that have no Filter or PreFilter (harmless to enable or disable)
+NO_FILTER = frozenset({"SchedulingGates", "PrioritySort", "DefaultPreemption", "NodeResourcesBalancedAllocation",
+                       "ImageLocality", "DefaultBinder", "GangScheduling", "PodGroupPodsCount",
+                       "TopologyPlacementGenerator"})
+
+_MODULES = {  # plugin name -> the module of this package that holds it
+    "NodeName": "nodename", "NodeUnschedulable": "nodename", "TaintToleration": "tainttoleration",
+    "NodeAffinity": "nodeaffinity", "NodePorts": "nodeports", "NodeResourcesFit": "fit",
+    "VolumeRestrictions": "volumes", "NodeVolumeLimits": "volumes", "VolumeBinding": "volumes",
+    "VolumeZone": "volumes", "PodTopologySpread": "topologyspread", "InterPodAffinity": "interpodaffinity",
+    "DynamicResources": "dra", "NodeDeclaredFeatures": "declaredfeatures",
+}
+
+
+class ProfileError(ValueError):
+    """The configuration file cannot be read as a KubeSchedulerConfiguration."""
+
+
+@dataclass
+class Profile:
+    name: str = DEFAULT_SCHEDULER
+    filters: list[str] = field(default_factory=lambda: list(DEFAULT_FILTERS))
+    args: dict[str, dict] = field(default_factory=dict)
+    unmodelled: list[tuple[str, str]] = field(default_factory=list)  # (plugin or "extender", why)
+    source: str = "the default profile of kube-scheduler v1.37.2 (no --scheduler-config given)"
+
+    def plugins(self) -> list[Plugin]:
+        out = []
+        for name in self.filters:
+            module = _MODULES.get(name)
+            if module is None:
+                continue
+            found = _plugin_class(module, name)
+            if found is None:
+                self.unmodelled.append((name, f"the {name} filter is not modelled by this version of kubectl-dra"))
+                continue
+            out.append(found())
+        return out
+
+
+def _plugin_class(module: str, name: str) -> type[Plugin] | None:
+    try:
+        loaded = importlib.import_module(f"kubectl_dra.scheduling.{module}")
+    except ModuleNotFoundError:
+        return None
+    for value in vars(loaded).values():
+        if isinstance(value, type) and issubclass(value, Plugin) and value.NAME == name:
+            return value
+    return None
+
+
+def default_profile() -> Profile:
+    return Profile()
+
+
+def from_config(config: Any, scheduler_name: str, where: str) -> Profile:
+    """The profile for ``scheduler_name`` in a KubeSchedulerConfiguration (``config``, parsed YAML)."""
+    if not isinstance(config, dict) or config.get("kind") != "KubeSchedulerConfiguration":
+        raise ProfileError(f"{where}: not a KubeSchedulerConfiguration (kind is {_kind(config)})")
+    version = str(config.get("apiVersion", ""))
+    if not version.startswith("kubescheduler.config.k8s.io/"):
+        raise ProfileError(f'{where}: apiVersion "{version}" is not kubescheduler.config.k8s.io/v1')
+    profiles = config.get("profiles") or [{"schedulerName": DEFAULT_SCHEDULER}]
+    if not isinstance(profiles, list) or not all(isinstance(p, dict) for p in profiles):
+        raise ProfileError(f"{where}: profiles must be a list of objects")
+    chosen = next((p for p in profiles if (p.get("schedulerName") or DEFAULT_SCHEDULER) == scheduler_name), None)
+    profile = Profile(name=scheduler_name, source=f"profile {scheduler_name} of {where}")
+    if chosen is None:
+        profile.filters = []
+        profile.unmodelled.append(("profile", f'{where} has no profile for schedulerName "{scheduler_name}": '
+                                              "no scheduler of that configuration takes this pod"))
+        return profile
+    plugins = chosen.get("plugins") or {}
+    if not isinstance(plugins, dict):
+        raise ProfileError(f"{where}: profiles[].plugins must be an object")
+    filters = list(DEFAULT_FILTERS)
+    for point in ("multiPoint", "preFilter", "filter"):
+        filters = _merge(filters, plugins.get(point) or {}, point, where, profile)
+    profile.filters = filters
+    for entry in chosen.get("pluginConfig") or []:
+        if isinstance(entry, dict) and isinstance(entry.get("name"), str):
+            profile.args[entry["name"]] = entry.get("args") or {}
+    if config.get("extenders"):
+        profile.unmodelled.append(("extender", f"{where} configures scheduler extenders; what they filter is "
+                                               "not known to this tool"))
+    return profile
+
+
+def _merge(filters: list[str], point: Any, name: str, where: str, profile: Profile) -> list[str]:
+    """``mergePluginSet``: disabled ones leave ("*": all defaults), enabled ones are appended (a
+    default one re-enabled keeps its place)."""
+    if not isinstance(point, dict):
+        raise ProfileError(f"{where}: plugins.{name} must be an object")
+    disabled = {p.get("name") for p in point.get("disabled") or [] if isinstance(p, dict)}
+    kept = [] if "*" in disabled else [f for f in filters if f not in disabled]
+    for plugin in point.get("enabled") or []:
+        plugin_name = plugin.get("name") if isinstance(plugin, dict) else None
+        if not isinstance(plugin_name, str) or plugin_name in NO_FILTER:
+            continue
+        if plugin_name not in _MODULES:
+            profile.unmodelled.append((plugin_name, f"{where} enables plugin {plugin_name}, which kubectl-dra "
+                                                    "does not know; it may filter nodes"))
+            continue
+        if plugin_name in kept:
+            continue
+        if name in ("multiPoint", "filter") or plugin_name in filters:
+            kept.append(plugin_name)
+    return kept
+
+
+def _kind(config: Any) -> str:
+    return repr(config.get("kind")) if isinstance(config, dict) else type(config).__name__
