@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from kubectl_dra.flags.completion import object_names
@@ -149,11 +151,17 @@ def _claim_of_pod(env, opened, namespace: str | None, pod_name: str, pod_claim: 
 @output_options(formats=("tree", "json", "yaml"), default="tree")
 @node_options
 @click.option("--node", "only_node", metavar="NODE", shell_complete=object_names("Node"),
-              help="For a pod not bound to a node: explain the allocation of its claims on this node only.")
+              help="For a pod not bound to a node: show the scheduling and allocation on this node only.")
+@click.option("--scheduler-config", metavar="FILE", type=click.Path(path_type=Path, allow_dash=True),
+              help="For a pod not bound to a node: the KubeSchedulerConfiguration your kube-scheduler runs "
+                   "with (its profiles, disabled plugins and plugin args). Default: kube-scheduler v1.37.2's "
+                   "default profile.")
 @click.argument("name", shell_complete=object_names("Pod"))
 @click.pass_context
-def pod(ctx: click.Context, kube, output, node_flags, only_node: str | None, name: str) -> None:
-    """Explain a pod's DRA amounts and the cgroup values that should enforce them.
+def pod(ctx: click.Context, kube, output, node_flags, only_node: str | None, scheduler_config: Path | None,
+        name: str) -> None:
+    """Explain a pod's DRA amounts and the cgroup values that should enforce them,
+    or, for a pod not bound to a node, why it is Pending.
 
     \b
     The chain: the pod's claims -> their devices -> the node-allocatable
@@ -162,6 +170,14 @@ def pod(ctx: click.Context, kube, output, node_flags, only_node: str | None, nam
     should write (cpu.weight, cpu.max, memory.max, hugetlb.*), each value
     with the reason for it. Node options (cgroup driver, runtime, weight
     formula, ...) come from the flags, else from the Node, else defaults.
+
+    \b
+    A pod not bound to a node gets "Scheduling": the message kube-scheduler
+    would write now ("0/3 nodes are available: ..."), and node by node
+    every filter's verdict in the scheduler's words, with the numbers
+    behind each (requested, DRA amounts, overhead, allocatable, already
+    requested). Whatever kubectl-dra cannot decide is listed under "not
+    evaluated" and makes the node "cannot tell", never "fits".
 
     \b
     Examples:
@@ -206,11 +222,14 @@ def pod(ctx: click.Context, kube, output, node_flags, only_node: str | None, nam
     node = inventory.get(Node, None, found.node_name) if found.node_name else None
     options, sources = resolve(node_flags, node)
     result = explain_pod(found, inventory, options, sources)
-    if not found.node_name and found.spec.resource_claims and not found.is_done:  # why is it pending
+    if not found.node_name and not found.is_done:  # why is it pending
+        _scheduling(opened, found, inventory, result, scheduler_config, only_node)
+    if not found.node_name and found.spec.resource_claims and not found.is_done:
         from kubectl_dra.allocation.explain import allocation_findings, explain_allocation, pod_claims
         from kubectl_dra.cli.runtime import add_reads, allocation_requests
 
-        add_reads(opened, inventory, allocation_requests(namespace, only_node))
+        if result.scheduling is None:
+            add_reads(opened, inventory, allocation_requests(namespace, only_node))
         pending, allocated, problems = pod_claims(found, inventory)
         for problem in problems:
             inventory.problem(problem, kind="ResourceClaim")
@@ -220,6 +239,42 @@ def pod(ctx: click.Context, kube, output, node_flags, only_node: str | None, nam
         result.findings += allocation_findings(result.allocation, found.status.nominated_node_name)
     emit(env, result, output, text=lambda: pod_tree(result, Style(env.use_color)))
     ctx.exit(report_problems(env, inventory))
+
+
+def _scheduling(opened, found, inventory, result, scheduler_config: Path | None, only_node: str | None) -> None:
+    """Every filter of the scheduler's profile on every node, into ``result.scheduling``."""
+    from kubectl_dra.cli.runtime import add_reads
+    from kubectl_dra.scheduling.explain import explain_scheduling, unschedulable_finding
+    from kubectl_dra.scheduling.reads import scheduling_reads
+
+    profile = _profile(scheduler_config, found, opened)
+    add_reads(opened, inventory, scheduling_reads(found))
+    inventory.add(found)  # the pod as fetched first (a later list may hold an older copy)
+    scheduling = explain_scheduling(found, inventory, profile)
+    finding = unschedulable_finding(found, scheduling)
+    if only_node is not None:
+        scheduling.nodes = [n for n in scheduling.nodes if n.node == only_node]
+    result.scheduling = scheduling
+    if finding is not None:
+        result.findings.insert(0, finding)
+
+
+def _profile(path: Path | None, pod, opened):
+    from kubectl_dra.errors import InputError
+    from kubectl_dra.kube.snapshot import read_documents
+    from kubectl_dra.scheduling.profile import ProfileError, from_config
+
+    if path is None:
+        return None
+    if str(path) == "-" and getattr(opened.source, "path", None) == "-":
+        raise InputError("--scheduler-config - and --snapshot - both read standard input: give one of them a file")
+    documents = [d for d in read_documents(path, allow_stdin=True) if d is not None]
+    if len(documents) != 1:
+        raise InputError(f"{path}: expected one KubeSchedulerConfiguration document, found {len(documents)}")
+    try:
+        return from_config(documents[0], pod.spec.scheduler_name, str(path))
+    except ProfileError as exc:
+        raise InputError(str(exc)) from None
 
 
 def _proposals(opened, claims, inventory) -> list:

@@ -17,6 +17,7 @@ from kubectl_dra.document import Document, Finding, Part
 from kubectl_dra.model.inventory import Inventory
 from kubectl_dra.model.pod import Pod
 from kubectl_dra.model.claim import ResourceClaim
+from kubectl_dra.scheduling.explain import Scheduling
 
 
 class PodRef(Part):
@@ -64,6 +65,7 @@ class PodExplanation(Document):
     node_options: NodeOptions
     node_options_source: dict[str, str] = Field(default_factory=dict)  # option -> flag | node | default
     allocation: Allocation | None = None  # an unbound pod: what the allocator would do with its claims now
+    scheduling: "Scheduling | None" = None  # an unbound pod: every filter the scheduler runs, node by node
 
 
 def _amounts(entry: ClaimEntry, devices: list[str], kubelet: bool) -> ClaimAmounts:

@@ -10,6 +10,7 @@ from kubectl_dra.pods.explain import PodExplanation
 from kubectl_dra.printers.allocation import allocation_lines
 from kubectl_dra.printers.findings import findings_lines
 from kubectl_dra.printers.nodeoptions import node_options_line
+from kubectl_dra.printers.scheduling import scheduling_lines
 from kubectl_dra.printers.style import Style
 from kubectl_dra.quantity import Quantity, in_one_unit
 from kubectl_dra.text import TABLE_WIDTH, wrap, wrap_lines
@@ -64,7 +65,8 @@ def pod_tree(result: PodExplanation, style: Style) -> str:
         lines.append(f"  {resource} {shown[0]}" + (f"   (DRA {shown[1]})" if dra else ""))
     if result.scheduler.note:
         lines.append(f"  {result.scheduler.note}")
-    if result.allocation is not None:  # not on a node yet: why it is pending is the story
+    if result.scheduling is not None or result.allocation is not None:  # not on a node: why it is pending
+        lines += scheduling_lines(result.scheduling, style)
         lines += allocation_lines(result.allocation, style)
         lines += findings_lines(result.findings, style)
         lines.append(style("Cgroup values are predicted for when it runs: -o json (cgroups).", "dim"))

@@ -131,7 +131,8 @@ def _run_filters(cycle: Cycle, plugins: list[Plugin], states: dict, node: NodeIn
         status = plugin.filter(cycle, states.get(plugin.NAME), node)
         status.plugin = plugin.NAME
         if status.undetermined is not None:
-            undetermined.append(status)
+            if first is None:  # after a refusal, what a later plugin would say does not matter
+                undetermined.append(status)
             continue
         if status.code == SUCCESS:
             continue

@@ -1,0 +1,248 @@
+"""Why is it Pending: the ``scheduling`` part of ``explain pod`` (DESIGN §4.3).
+
+Builds the scheduler's view of the cluster from an inventory (nodes, the non-terminal pods bound
+to them, the nominated pods), runs one attempt of the profile's filters (cycle.py) and turns it
+into a document: the message the scheduler would write now, every node's verdict in the
+scheduler's words with the numbers behind them, what this tool could not decide, and the next
+step. Preemption is never evaluated, and the document says so.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from pydantic import Field
+
+from kubectl_dra.document import Finding, Part, part
+from kubectl_dra.model.inventory import Inventory
+from kubectl_dra.model.pod import Pod
+from kubectl_dra.scheduling.cycle import Attempt, NodeVerdict, run
+from kubectl_dra.scheduling.framework import Cycle, Evidence, NodeInfo, PodInfo, Status
+from kubectl_dra.scheduling.profile import DEFAULT_SCHEDULER, Profile, default_profile
+
+PREEMPTION = ("preemption is not evaluated: when the pod has a priority above pods on a node, the scheduler may "
+              "evict them to make room (its message then goes on after \" preemption:\")")
+GATED = "Scheduling is blocked due to non-empty scheduling gates"  # the PodScheduled message for a gated pod
+
+
+@part
+class ReasonEvidence:
+    reason: str
+    resource: str | None = None
+    requested: str | None = None
+    dra: str | None = None
+    overhead: str | None = None
+    allocatable: str | None = None
+    used: str | None = None
+    detail: str | None = None
+
+
+@part
+class PluginReasons:
+    plugin: str
+    reasons: list[str] = dataclasses.field(default_factory=list)
+
+
+@part
+class NotEvaluated:
+    plugin: str
+    why: str
+
+
+@part
+class NodeScheduling:
+    node: str
+    fits: bool | None  # None: this tool cannot tell (see undetermined)
+    plugin: str | None = None  # the filter that refused it, as the scheduler reports it
+    reasons: list[str] = dataclasses.field(default_factory=list)  # the scheduler's words
+    evidence: list[ReasonEvidence] = dataclasses.field(default_factory=list)
+    also: list[PluginReasons] = dataclasses.field(default_factory=list)  # later filters that refuse it too
+    undetermined: list[NotEvaluated] = dataclasses.field(default_factory=list)
+
+
+class Scheduling(Part):
+    message: str | None = None  # the scheduler's FitError message now, up to " preemption:"; None: it fits
+    message_known: bool = True  # False: some node cannot be decided, so no message is claimed
+    feasible_nodes: list[str] = Field(default_factory=list)
+    nodes_checked: int = 0
+    nodes: list[NodeScheduling] = Field(default_factory=list)
+    not_evaluated: list[NotEvaluated] = Field(default_factory=list)
+    profile: str = ""
+    nominated_node: str | None = None
+    recorded: str | None = None  # the PodScheduled message the scheduler last wrote on the pod
+    waiting: list[NotEvaluated] = Field(default_factory=list)  # why the scheduler does not try the pod yet
+    error: str | None = None  # the scheduler would fail with this error instead
+    next_step: str | None = None
+
+
+def build_cycle(pod: Pod, inventory: Inventory, profile: Profile) -> Cycle:
+    """The scheduler cache as a snapshot: each node with its non-terminal bound pods, and the
+    pods nominated to each node (not yet bound)."""
+    from kubectl_dra.model.node import Node
+
+    nodes = {n.name: NodeInfo(n) for n in sorted(inventory.all(Node), key=lambda n: n.name)}
+    nominated: dict[str, list[PodInfo]] = {}
+    for other in inventory.of_kind("Pod"):
+        if other.uid == pod.uid and other.namespace == pod.namespace and other.name == pod.name:
+            continue
+        if other.status.phase in ("Succeeded", "Failed"):
+            continue  # the scheduler's pod informer leaves terminal pods out
+        if other.spec.node_name:
+            info = nodes.get(other.spec.node_name)
+            if info is not None:
+                info.add_pod(PodInfo(other))
+        elif other.status.nominated_node_name and other.metadata.deletion_timestamp is None:
+            nominated.setdefault(other.status.nominated_node_name, []).append(PodInfo(other))
+    namespaces = None
+    if "Namespace" in inventory.read_kinds:
+        namespaces = {ns.name: dict(ns.metadata.labels) for ns in inventory.of_kind("Namespace")}
+    return Cycle(pod=PodInfo(pod), nodes=list(nodes.values()), nominated=nominated, inventory=inventory,
+                 args=profile.args, namespaces=namespaces)
+
+
+def explain_scheduling(pod: Pod, inventory: Inventory, profile: Profile | None = None) -> Scheduling:
+    profile = profile or default_profile()
+    result = Scheduling(profile=profile.source, nominated_node=pod.status.nominated_node_name or None,
+                        recorded=_recorded(pod))
+    if pod.spec.scheduler_name != profile.name and not profile.source.startswith("profile "):
+        result.not_evaluated.append(NotEvaluated(
+            plugin="profile", why=f'the pod asks for scheduler "{pod.spec.scheduler_name}"; only the default '
+                                  f'profile ("{DEFAULT_SCHEDULER}") is known without --scheduler-config'))
+    missing = [kind for kind in ("Node", "Pod") if kind not in inventory.read_kinds]
+    if missing:
+        result.not_evaluated.append(NotEvaluated(plugin="snapshot", why=f"{' and '.join(missing)} objects were not "
+                                                 "read: what the scheduler sees is unknown"))
+    if pod.spec.scheduling_gates:
+        result.waiting.append(NotEvaluated(plugin="SchedulingGates", why=(
+            f"{GATED}: {', '.join(g.name for g in pod.spec.scheduling_gates)}; the nodes below are what the "
+            "scheduler would find once they are removed")))
+    result.waiting += _claims_waiting(pod, inventory)
+    plugins = profile.plugins()
+    result.not_evaluated += [NotEvaluated(plugin=name, why=why) for name, why in profile.unmodelled]
+    cycle = build_cycle(pod, inventory, profile)
+    attempt = run(cycle, plugins)
+    _fill(result, attempt)
+    if result.not_evaluated and result.message is not None:
+        result.message, result.message_known = None, False  # a plugin not run might refuse what is left
+    if pod.spec.scheduling_gates and result.message_known:
+        result.message = GATED
+    result.not_evaluated.append(NotEvaluated(plugin="DefaultPreemption", why=PREEMPTION))
+    result.next_step = next_step(result)
+    return result
+
+
+def _recorded(pod: Pod) -> str | None:
+    for condition in pod.status.conditions:
+        if condition.type == "PodScheduled" and condition.status == "False" and condition.message:
+            return condition.message
+    return None
+
+
+def _claims_waiting(pod: Pod, inventory: Inventory) -> list[NotEvaluated]:
+    """DynamicResources' PreEnqueue: every claim must exist (not being deleted) before the pod is
+    tried at all."""
+    from kubectl_dra.model.claim import ResourceClaim
+
+    out = []
+    for pc in pod.spec.resource_claims:
+        name = pod.claim_object_name(pc)
+        if name is None and pc.resource_claim_template_name:
+            out.append(NotEvaluated(plugin="DynamicResources", why=(
+                f"pod claim {pc.name}: the resourceclaim controller has not created its ResourceClaim from template "
+                f"{pc.resource_claim_template_name} yet (the nodes below assume the claim the template makes)")))
+            continue
+        claim = inventory.get(ResourceClaim, pod.namespace, name) if name else None
+        if claim is None and "ResourceClaim" in inventory.read_kinds and name:
+            out.append(NotEvaluated(plugin="DynamicResources", why=f"ResourceClaim {pod.namespace}/{name} does not "
+                                    "exist: the scheduler does not try the pod until it does"))
+        elif claim is not None and claim.metadata.deletion_timestamp is not None:
+            out.append(NotEvaluated(plugin="DynamicResources", why=f'resourceclaim "{claim.name}" is being deleted'))
+    return out
+
+
+def _fill(result: Scheduling, attempt: Attempt) -> None:
+    result.nodes_checked = len(attempt.nodes)
+    result.error = attempt.error
+    result.message = attempt.message if attempt.known and not attempt.error else None
+    result.message_known = attempt.known and not attempt.error
+    for status in attempt.undetermined:
+        result.not_evaluated.append(NotEvaluated(plugin=status.plugin, why=status.undetermined or ""))
+    seen: set[tuple[str, str]] = set()
+    for verdict in attempt.nodes:
+        view = _node_view(verdict)
+        result.nodes.append(view)
+        if view.fits:
+            result.feasible_nodes.append(view.node)
+        for u in view.undetermined:
+            if (u.plugin, u.why) not in seen:
+                seen.add((u.plugin, u.why))
+                result.not_evaluated.append(NotEvaluated(plugin=u.plugin, why=f"{u.why} (node {view.node})"))
+
+
+def _node_view(verdict: NodeVerdict) -> NodeScheduling:
+    status = verdict.status
+    return NodeScheduling(
+        node=verdict.node, fits=verdict.fits, plugin=status.plugin or None if not status.success else None,
+        reasons=list(status.reasons) if not status.success else [],
+        evidence=[_evidence(e) for e in status.evidence] if not status.success else [],
+        also=[PluginReasons(plugin=s.plugin, reasons=list(s.reasons)) for s in verdict.also],
+        undetermined=[NotEvaluated(plugin=s.plugin, why=s.undetermined or "") for s in verdict.undetermined])
+
+
+def _evidence(e: Evidence) -> ReasonEvidence:
+    return ReasonEvidence(**dataclasses.asdict(e))
+
+
+_STEPS = {  # plugin -> what to change, for a person
+    "NodeResourcesFit": "the node(s) lack free {resources}: lower the pod's requests, free capacity (pods bound there "
+                        "hold it), or add nodes",
+    "DynamicResources": "the claims cannot be had there ({reasons}); see the allocation below",
+    "TaintToleration": "add a toleration for the taint, or remove the taint from the node",
+    "NodeAffinity": "no such node matches the pod's nodeSelector / required node affinity: fix the selector or "
+                    "label a node",
+    "NodePorts": "the host port is taken there: pick another hostPort, or drop it",
+    "PodTopologySpread": "placing it there would break a topology spread constraint (maxSkew): relax the "
+                         "constraint, or add capacity in the other domains",
+    "InterPodAffinity": "a required pod (anti-)affinity rule refuses it: check the rule and where the matching "
+                        "pods run",
+    "NodeUnschedulable": "the node is cordoned (spec.unschedulable): uncordon it, or tolerate "
+                         "node.kubernetes.io/unschedulable",
+}
+
+
+def next_step(result: Scheduling) -> str | None:
+    if result.error:
+        return f"the scheduler fails with an error, not a verdict: {result.error}"
+    if result.feasible_nodes:
+        return None
+    if not result.message_known:
+        return "some nodes cannot be decided by kubectl-dra (see notEvaluated); check them by hand"
+    by_plugin: dict[str, list[NodeScheduling]] = {}
+    for node in result.nodes:
+        if node.plugin:
+            by_plugin.setdefault(node.plugin, []).append(node)
+    steps = []
+    for plugin, nodes in sorted(by_plugin.items(), key=lambda kv: -len(kv[1])):
+        template = _STEPS.get(plugin)
+        if template is None:
+            continue
+        reasons = sorted({r for n in nodes for r in n.reasons})
+        resources = sorted({r.removeprefix("Insufficient ") for r in reasons if r.startswith("Insufficient ")})
+        dra = any(e.dra and e.dra not in ("0", "0m") for n in nodes for e in n.evidence)
+        text = template.format(resources=", ".join(resources) or "capacity", reasons="; ".join(reasons))
+        if plugin == "DynamicResources" and dra:
+            text = (f"the pod's claims add node-allocatable {', '.join(resources)} (KEP-5517) on top of its own "
+                    "requests, and the node(s) lack room for the sum: free capacity there, or use devices "
+                    "without a node-allocatable mapping")
+        steps.append(f"{len(nodes)} node(s): {text}")
+    return "; ".join(steps) + "." if steps else None
+
+
+def unschedulable_finding(pod: Pod, scheduling: Scheduling) -> Finding | None:
+    """``Unschedulable``: the scheduler cannot place the pod now, with its message."""
+    if scheduling.message is None or scheduling.message == GATED:
+        return None
+    text = f"the scheduler cannot place the pod now: {scheduling.message}"
+    if scheduling.next_step:
+        text += f" Next: {scheduling.next_step}"
+    return Finding(code="Unschedulable", severity="error", message=text, object=f"pod/{pod.namespace}/{pod.name}")

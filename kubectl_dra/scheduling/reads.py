@@ -1,0 +1,53 @@
+"""What the scheduling explanation reads: what the scheduler's cache holds.
+
+Every node and every pod (bound pods use the nodes' room, ports and topology; nominated ones are
+counted as the scheduler counts them), the namespaces (inter-pod affinity's namespaceSelector),
+and what the DynamicResources filter needs (kubectl_dra/cli/runtime.allocation_requests). Volume
+kinds are read only when the pod has a volume the volume filters look at.
+"""
+
+from __future__ import annotations
+
+
+def scheduling_reads(pod, namespace: str | None = None) -> list:
+    from kubectl_dra.kube.reads import ReadRequest
+    from kubectl_dra.model.namespace import Namespace
+    from kubectl_dra.model.node import Node
+    from kubectl_dra.model.pod import Pod
+
+    requests = [ReadRequest(Node, keep_raw=False), ReadRequest(Pod, keep_raw=False),
+                ReadRequest(Namespace, required=False, keep_raw=False)]
+    if pod is not None and (pod.spec.resource_claims or pod.status.extended_resource_claim_status):
+        requests += _dra_reads(namespace or pod.namespace)
+    if pod is not None and any(v.persistent_volume_claim is not None or v.ephemeral is not None
+                               for v in pod.spec.volumes):
+        requests += _volume_reads(namespace or pod.namespace)
+    return requests
+
+
+def _dra_reads(namespace: str | None) -> list:
+    from kubectl_dra.kube.reads import ReadRequest
+    from kubectl_dra.model.claim import ResourceClaim, ResourceClaimTemplate
+    from kubectl_dra.model.resource import DeviceClass, DeviceTaintRule, ResourceSlice
+
+    return [ReadRequest(ResourceSlice, keep_raw=False), ReadRequest(DeviceClass, keep_raw=False),
+            ReadRequest(DeviceTaintRule, required=False, keep_raw=False),
+            ReadRequest(ResourceClaim, None, keep_raw=False),
+            ReadRequest(ResourceClaimTemplate, namespace, required=False, keep_raw=False)]
+
+
+def _volume_reads(namespace: str | None) -> list:
+    """PVCs of the namespace, PVs, StorageClasses and CSINodes, once the storage views exist."""
+    from kubectl_dra.kube.reads import ReadRequest
+
+    try:
+        from kubectl_dra.model import storage
+    except ImportError:
+        return []
+    out = []
+    for name, scoped in (("PersistentVolumeClaim", True), ("PersistentVolume", False), ("StorageClass", False),
+                         ("CSINode", False), ("CSIDriver", False)):
+        model = getattr(storage, name, None)
+        if model is not None:
+            out.append(ReadRequest(model, namespace if scoped else None, required=False, keep_raw=False))
+    return out
