@@ -171,13 +171,14 @@ class LiveSource:
     def _parse_page(request: ReadRequest, data: bytes, api_version: str) -> tuple[list, list[str]]:
         """Straight from JSON into the models when the page is clean; else item by item, keeping
         what can be kept and naming what was dropped."""
-        fast = None if request.keep_raw else parse_page(request.model, data, api_version, request.skip)
+        model = request.view or request.model
+        fast = None if request.keep_raw else parse_page(model, data, api_version, request.skip)
         if fast is not None:
             return fast, []
         objects, problems = [], []
         for raw in _items(data, api_version, request.model.KIND):
             try:
-                obj = parse_object(raw, request.keep_raw)
+                obj = parse_object(raw, request.keep_raw, view=request.view)
             except InputError as exc:
                 problems.append(f"skipped invalid object: {exc}")
                 continue

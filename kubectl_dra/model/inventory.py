@@ -75,6 +75,20 @@ class Inventory:
         never imports (and so never builds) the Pod view."""
         return next((list(objects) for model, objects in self._by_type.items() if model.KIND == kind), [])
 
+    def every(self, kind: str) -> list:
+        """Every object of ``kind`` whatever view it was read into (a Pod fetched in full and the
+        rest of the cluster's pods as ScheduledPod), each (namespace, name) once, the full view first."""
+        seen: set[tuple[str | None, str]] = set()
+        out = []
+        buckets = sorted((m for m in self._by_type if m.KIND == kind), key=lambda m: m.__name__ != kind)
+        for model in buckets:
+            for obj in self._by_type[model]:
+                key = (obj.namespace, obj.name)
+                if key not in seen:
+                    seen.add(key)
+                    out.append(obj)
+        return out
+
     def get(self, model: type[T], namespace: str | None, name: str) -> T | None:
         return self._by_key.get((model, namespace, name))  # type: ignore[return-value]
 

@@ -173,20 +173,12 @@ class PersistentVolumeClaimVolumeSource(View):
 
 @view
 class Volume(View):
-    """A pod volume: the name, the sources the scheduler's volume plugins look at, and which
-    source it is (``source``: the one key besides ``name``, e.g. ``configMap``, ``csi``)."""
+    """A pod volume: the name and the sources the scheduler's volume plugins look at (the other
+    sources, configMap, secret, projected, ..., matter to none of them)."""
     name: str = ""
     persistent_volume_claim: PersistentVolumeClaimVolumeSource | None = None
     ephemeral: dict[str, Any] | None = None
     csi: dict[str, Any] | None = None
-    source: str = ""
-
-    @model_validator(mode="before")
-    @classmethod
-    def _source(cls, data: Any) -> Any:
-        if isinstance(data, dict) and "source" not in data:
-            data = {**data, "source": next((k for k in data if k != "name"), "")}
-        return data
 
 
 @view
@@ -427,3 +419,84 @@ class PodWithoutClaims(View):
 
     spec: _NoClaimsSpec = Field(default_factory=_NoClaimsSpec)
     status: _NoClaimsStatus = Field(default_factory=_NoClaimsStatus)
+
+
+# -- the scheduler cache's view of every pod ---------------------------------------------------
+# "Why is it Pending" reads every pod of the cluster (100,000 of them): only what the scheduler's
+# filters ask of a pod already bound (or nominated) is kept, under the same attribute paths as
+# Pod, so the scheduling code takes either. Parsed about twice as fast as Pod.
+
+@view
+class _CacheMeta(View):
+    name: str = ""
+    namespace: str | None = None
+    uid: str = ""
+    labels: dict[str, str] = Field(default_factory=dict)
+    deletion_timestamp: str | None = None
+
+
+@view
+class _CacheContainer(View):
+    name: str
+    resources: ResourceRequirements = Field(default_factory=ResourceRequirements)
+    restart_policy: str | None = None
+    ports: list[ContainerPort] = Field(default_factory=list)
+
+
+@view
+class _CacheSpec(View):
+    node_name: str | None = None
+    containers: list[_CacheContainer] = Field(default_factory=list)
+    init_containers: list[_CacheContainer] = Field(default_factory=list)
+    resources: ResourceRequirements | None = None
+    overhead: CoreResourceList = Field(default_factory=dict)
+    affinity: Affinity | None = None
+    priority: int | None = None
+    volumes: list[Volume] = Field(default_factory=list)
+    scheduling_group: PodSchedulingGroup | None = None
+
+
+@view
+class _CacheContainerStatus(View):
+    name: str
+    allocated_resources: CoreResourceList = Field(default_factory=dict)
+    resources: ResourceRequirements | None = None
+
+
+@view
+class _CacheCondition(View):
+    type: str = ""
+    status: str = ""
+
+
+@view
+class _CacheStatus(View):
+    phase: str = ""
+    nominated_node_name: str | None = None
+    node_allocatable_resource_claim_statuses: list[NodeAllocatableClaimStatus] = Field(default_factory=list)
+    container_statuses: list[_CacheContainerStatus] = Field(default_factory=list)
+    init_container_statuses: list[_CacheContainerStatus] = Field(default_factory=list)
+    conditions: list[_CacheCondition] = Field(default_factory=list)
+    resize: str | None = None
+
+
+@view
+class ScheduledPod(KubeObject):
+    """A pod as the scheduler's cache needs it (see above); ``ReadRequest(Pod, view=ScheduledPod)``."""
+
+    KIND: ClassVar[str] = "Pod"
+    GROUP: ClassVar[str] = ""
+    VERSIONS: ClassVar[tuple[str, ...]] = ("v1",)
+    PLURAL: ClassVar[str] = "pods"
+
+    metadata: _CacheMeta = Field(default_factory=_CacheMeta)
+    spec: _CacheSpec = Field(default_factory=_CacheSpec)
+    status: _CacheStatus = Field(default_factory=_CacheStatus)
+
+    @property
+    def node_name(self) -> str | None:
+        return self.spec.node_name
+
+    all_containers = Pod.all_containers
+    invalid_resource_fields = Pod.invalid_resource_fields
+    RESOURCE_FIELDS: ClassVar[tuple[str, ...]] = Pod.RESOURCE_FIELDS

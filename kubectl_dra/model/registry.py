@@ -82,10 +82,11 @@ def invalid_field_problems(obj: KubeObject) -> list[str]:
             "field is shown as unknown)" for field in obj.invalid_fields]
 
 
-def parse_object(raw: dict, keep_raw: bool = True) -> KubeObject | dict | None:
+def parse_object(raw: dict, keep_raw: bool = True, view: type[KubeObject] | None = None) -> KubeObject | dict | None:
     """Turn one raw object into its view.
 
     Returns ``None`` for kinds this tool does not read (they are ignored, as DESIGN §4.1 says),
+    ``view``'s object for its kind when given (a lighter view of the same kind),
     the raw dict for our own kinds, and raises :class:`InputError` for a known kind in a version
     we do not know or that cannot be kept at all. An object with fields that do not validate is
     kept with those fields dropped and recorded (see :func:`invalid_field_problems`).
@@ -112,6 +113,8 @@ def parse_object(raw: dict, keep_raw: bool = True) -> KubeObject | dict | None:
         # the API server's words; without a name the object cannot be told apart from the others
         raise InputError(f"{describe(raw)}: metadata.name: Required value: name or generateName is required "
                          "(the object is skipped)")
+    if view is not None and view.KIND == model.KIND:
+        model = view
     try:
         return model.from_raw(raw, keep_raw)
     except ValidationError as exc:

@@ -82,7 +82,7 @@ def build_cycle(pod: Pod, inventory: Inventory, profile: Profile) -> Cycle:
 
     nodes = {n.name: NodeInfo(n) for n in sorted(inventory.all(Node), key=lambda n: n.name)}
     nominated: dict[str, list[PodInfo]] = {}
-    for other in inventory.of_kind("Pod"):
+    for other in inventory.every("Pod"):
         if other.uid == pod.uid and other.namespace == pod.namespace and other.name == pod.name:
             continue
         if other.status.phase in ("Succeeded", "Failed"):

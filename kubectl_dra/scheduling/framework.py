@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 
 from kubectl_dra.model.node import Node
 from kubectl_dra.model.pod import Pod
+from kubectl_dra.scheduling.resources import Resource, scheduler_requests, to_resource
 
 SUCCESS = "Success"
 UNSCHEDULABLE = "Unschedulable"
@@ -24,7 +25,6 @@ UNRESOLVABLE = "UnschedulableAndUnresolvable"
 ERROR = "Error"
 SKIP = "Skip"
 
-Resource = dict[str, int]  # resource name -> amount in the scheduler's unit (cpu: milli)
 
 
 @dataclass
@@ -116,8 +116,6 @@ class PodInfo:
     def requests(self) -> Resource:
         """``CalculateResource``: what the pod counts for on its node (DRA statuses included)."""
         if self._requests is None:
-            from kubectl_dra.scheduling.resources import scheduler_requests
-
             self._requests = scheduler_requests(self.pod)
         return self._requests
 
@@ -170,8 +168,6 @@ class NodeInfo:
     def allocatable(self) -> Resource:
         """``NewResource(node.status.allocatable)``."""
         if self._allocatable is None:
-            from kubectl_dra.scheduling.resources import to_resource
-
             self._allocatable = to_resource(self.node.status.allocatable)
         return self._allocatable
 

@@ -13,9 +13,9 @@ def scheduling_reads(pod, namespace: str | None = None) -> list:
     from kubectl_dra.kube.reads import ReadRequest
     from kubectl_dra.model.namespace import Namespace
     from kubectl_dra.model.node import Node
-    from kubectl_dra.model.pod import Pod
+    from kubectl_dra.model.pod import Pod, ScheduledPod
 
-    requests = [ReadRequest(Node, keep_raw=False), ReadRequest(Pod, keep_raw=False),
+    requests = [ReadRequest(Node, keep_raw=False), ReadRequest(Pod, keep_raw=False, view=ScheduledPod),
                 ReadRequest(Namespace, required=False, keep_raw=False)]
     if pod is not None and (pod.spec.resource_claims or pod.status.extended_resource_claim_status):
         requests += _dra_reads(namespace or pod.namespace)

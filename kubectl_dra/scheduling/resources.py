@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import Mapping
 
 from kubectl_dra.quantity import Quantity
-from kubectl_dra.scheduling.framework import Resource
+
+Resource = dict[str, int]  # resource name -> amount in the scheduler's unit (cpu: milli)
 
 
 def to_resource(resources: Mapping[str, Quantity]) -> Resource:
