@@ -138,6 +138,7 @@ def explain_claim(claim: ResourceClaim, inventory: Inventory, *, facts: bool = T
                                             ("timeAdded", t.time_added), ("source", t.source)) if v}
                          for t in taints.get((device.driver, device.pool, device.device), ())]
     deletion = claim.metadata.deletion_timestamp
+    waiting = _unschedulable_consumers(claim, inventory) if claim.status.allocation is None else []
     return ClaimExplanation(
         claim=ClaimRef(namespace=claim.namespace or "", name=claim.name, uid=claim.uid, state=claim.state(),
                        node=claim.node_name, finalizers=claim.metadata.finalizers,
@@ -146,6 +147,15 @@ def explain_claim(claim: ResourceClaim, inventory: Inventory, *, facts: bool = T
         reserved_for=reservations,
         consumers=users,
         node_view=views,
-        findings=claim_findings(claim, devices, reservations, users, inventory) + taint_findings + node_findings,
+        findings=claim_findings(claim, devices, reservations, users, inventory) + taint_findings + node_findings
+        + waiting,
         problems=[p.message for p in inventory.problems],
     )
+
+
+def _unschedulable_consumers(claim: ResourceClaim, inventory: Inventory) -> list[Finding]:
+    """``Unschedulable`` for each pending pod that waits for this claim, as the scheduler last said."""
+    from kubectl_dra.scheduling.explain import recorded_unschedulable
+
+    found = (recorded_unschedulable(p) for p in inventory.pods_by_claim().get((claim.namespace, claim.name), []))
+    return [f for f in found if f is not None]

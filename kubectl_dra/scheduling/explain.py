@@ -138,6 +138,20 @@ def _recorded(pod: Pod) -> str | None:
     return None
 
 
+def recorded_unschedulable(pod: Pod) -> Finding | None:
+    """``Unschedulable`` from what the scheduler last wrote on a pending pod (PodScheduled False,
+    reason Unschedulable): where a pod is listed but its scheduling is not recomputed."""
+    if pod.node_name or pod.is_done:
+        return None
+    for condition in pod.status.conditions:
+        if condition.type == "PodScheduled" and condition.status == "False" and condition.reason == "Unschedulable":
+            return Finding(code="Unschedulable", severity="error", object=f"pod/{pod.namespace}/{pod.name}",
+                           message=f"pod {pod.namespace}/{pod.name} is Pending; the scheduler last wrote: "
+                                   f"{condition.message or '(no message)'} (`kubectl dra explain pod {pod.name} -n "
+                                   f"{pod.namespace}` says why, node by node)")
+    return None
+
+
 def _claims_waiting(pod: Pod, inventory: Inventory) -> list[NotEvaluated]:
     """DynamicResources' PreEnqueue: every claim must exist (not being deleted) before the pod is
     tried at all."""
