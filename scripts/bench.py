@@ -377,6 +377,104 @@ def bench_allocation(nodes: int = 1000, devices: int = 8, requests: int = 3) -> 
           f"{nodes - len(result.feasible_nodes)} not")
 
 
+PENDING_NODES, PODS_PER_NODE = 1000, 100
+
+
+def pending_cluster(nodes: int = PENDING_NODES, per_node: int = PODS_PER_NODE) -> list[dict]:
+    """``nodes`` nodes in three zones, each with ``per_node`` running pods shaped like a
+    Deployment's (about 2.2 KB of JSON each, as a real API server returns them without
+    managedFields), and one pending pod that no node takes: 6 CPUs in zone-1, where every node has
+    about 5.9 CPUs left (a third of the nodes refuse it for cpu, the rest for the selector)."""
+    objects = []
+    stamp = "2026-11-20T08:00:00Z"
+    for n in range(nodes):
+        name = f"node-{n:04d}"
+        objects.append({
+            "apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "uid": f"node-uid-{n}", "labels": {
+                "kubernetes.io/hostname": name, "topology.kubernetes.io/zone": f"zone-{n % 3}",
+                "node.kubernetes.io/instance-type": "m5.4xlarge", "kubernetes.io/os": "linux"}},
+            "spec": {"providerID": f"aws:///zone/i-{n:08x}"},
+            "status": {"capacity": {"cpu": "16", "memory": "64Gi", "pods": "110", "ephemeral-storage": "100Gi"},
+                       "allocatable": {"cpu": "15890m", "memory": "62Gi", "pods": "110", "ephemeral-storage": "95Gi"},
+                       "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
+                                       "lastHeartbeatTime": stamp, "lastTransitionTime": stamp}],
+                       "nodeInfo": {"kubeletVersion": "v1.37.2", "containerRuntimeVersion": "containerd://2.1.0",
+                                    "architecture": "amd64", "operatingSystem": "linux"}}})
+        for j in range(per_node):
+            app = f"app-{j % 10}"
+            objects.append({
+                "apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": f"{app}-{n:04d}-{j:03d}", "namespace": f"ns-{j % 20}", "uid": f"pod-{n}-{j}",
+                             "labels": {"app": app, "pod-template-hash": "5d8f7c9b6"},
+                             "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "controller": True,
+                                                  "name": f"{app}-5d8f7c9b6", "uid": f"rs-{j % 10}",
+                                                  "blockOwnerDeletion": True}],
+                             "creationTimestamp": stamp, "resourceVersion": str(n * 1000 + j)},
+                "spec": {"nodeName": name, "containers": [{
+                    "name": "main", "image": "registry.example/app:1.2.3",
+                    "ports": [{"containerPort": 8080, "protocol": "TCP"}],
+                    "env": [{"name": "A", "value": "1"}, {"name": "B", "value": "2"}],
+                    "resources": {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"memory": "512Mi"}},
+                    "volumeMounts": [{"name": "kube-api-access", "readOnly": True,
+                                      "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount"}]}],
+                    "volumes": [{"name": "kube-api-access", "projected": {"sources": [
+                        {"serviceAccountToken": {"path": "token", "expirationSeconds": 3607}}]}}],
+                    "restartPolicy": "Always", "terminationGracePeriodSeconds": 30, "dnsPolicy": "ClusterFirst",
+                    "serviceAccountName": "default", "schedulerName": "default-scheduler", "priority": 0,
+                    "tolerations": [{"key": "node.kubernetes.io/not-ready", "operator": "Exists",
+                                     "effect": "NoExecute", "tolerationSeconds": 300}]},
+                "status": {"phase": "Running", "qosClass": "Burstable", "hostIP": "10.0.0.1", "podIP": "10.1.0.1",
+                           "startTime": stamp,
+                           "conditions": [{"type": t, "status": "True", "lastTransitionTime": stamp}
+                                          for t in ("Initialized", "Ready", "ContainersReady", "PodScheduled")],
+                           "containerStatuses": [{"name": "main", "ready": True, "restartCount": 0, "started": True,
+                                                  "image": "registry.example/app:1.2.3", "imageID": "sha256:abc",
+                                                  "containerID": "containerd://" + "a" * 64,
+                                                  "state": {"running": {"startedAt": stamp}}}]}})
+    objects.append({"apiVersion": "v1", "kind": "Pod",
+                    "metadata": {"name": "pending", "namespace": "ns-1", "uid": "pending-uid", "creationTimestamp": stamp},
+                    "spec": {"nodeSelector": {"topology.kubernetes.io/zone": "zone-1"}, "containers": [{
+                        "name": "main", "image": "registry.example/app:1.2.3",
+                        "resources": {"requests": {"cpu": "6", "memory": "8Gi"}}}]},
+                    "status": {"phase": "Pending"}})
+    return objects
+
+
+def bench_pending(runs: int, tmp: Path) -> None:
+    """``explain pod`` on an unbound pod in a cluster of 1,000 nodes x 100 bound pods (every filter on
+    every node; goal < 3 s, issue 24), beside ``kubectl get pods,nodes -A -o json`` of the same
+    server. The server (the tests' fake, in its own process) serves the pods 500 a page."""
+    from k8s_build import kubectl_path
+
+    kubectl = kubectl_path()
+    serving = subprocess.Popen([sys.executable, str(ROOT / "scripts" / "bench_server.py"), "pending",
+                                str(PENDING_NODES), str(PODS_PER_NODE)],
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        url = serving.stdout.readline().strip()
+        env = {**os.environ, "KUBECONFIG": str(write_kubeconfig(tmp / "kubeconfig-pending", url, "ns-1"))}
+        mine = [timed([str(BIN / "kubectl-dra"), "explain", "pod", "pending", "-o", "json"], env) for _ in range(runs)]
+        done = mine[-1][3]
+        if done.returncode not in (0, 4):
+            print(f"explain pod (pending): exit {done.returncode}: {done.stderr.strip()[:300]}")
+            return
+        import json as _json
+
+        message = _json.loads(done.stdout)["scheduling"]["message"]
+        wall, cpu, rss = (statistics.median(m[i] for m in mine) for i in range(3))
+        print(f"explain pod, unbound, {PENDING_NODES} nodes x {PODS_PER_NODE} pods: {wall:.2f} s wall, {cpu:.2f} s "
+              f"CPU, {rss:.0f} MiB (median of {runs}; goal < 3 s). Message: {message}")
+        if kubectl is not None:
+            got = [timed([kubectl, "get", "pods,nodes", "-A", "-o", "json"], env) for _ in range(runs)]
+            k_wall, k_cpu, k_rss = (statistics.median(g[i] for g in got) for i in range(3))
+            print(f"  kubectl get pods,nodes -A -o json: {k_wall:.2f} s wall, {k_cpu:.2f} s CPU, {k_rss:.0f} MiB "
+                  f"({wall / k_wall:.2f}x the wall time)")
+    finally:
+        serving.stdin.close()
+        serving.wait(timeout=120)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sizes", default="1000,5000,20000,50000",
@@ -385,7 +483,7 @@ def main() -> None:
     parser.add_argument("--help-runs", type=int, default=20)
     parser.add_argument("--predict-pods", type=int, default=10000)
     parser.add_argument("--reports", type=int, default=5000)
-    parser.add_argument("--only", default="help,floor,prediction,agent,allocation,verify,cluster,overlays",
+    parser.add_argument("--only", default="help,floor,prediction,agent,allocation,pending,verify,cluster,overlays",
                         help="comma-separated parts to run (all by default)")
     args = parser.parse_args()
     only = set(args.only.split(","))
@@ -410,6 +508,8 @@ def main() -> None:
             bench_floor(max(args.runs, 5), Path(tmp))
         if "verify" in only:
             bench_verify(args.reports, 10, Path(tmp))
+        if "pending" in only:
+            bench_pending(args.runs, Path(tmp))
         if "cluster" in only:
             bench_cluster([int(n) for n in args.sizes.split(",") if n], args.runs, Path(tmp))
     if "overlays" in only:
