@@ -3,7 +3,8 @@
 Required terms only (preferred terms are scoring, but a preferred term that does not parse still
 fails PreFilter, as ``framework.NewPodInfo`` parses them all). Feature gates at their v1.37.2
 defaults: InterPodAffinityHostnameFastPath (alpha) off, so every term goes through the
-cluster-wide topology-pair counts; the fast path gives the same verdicts.
+cluster-wide topology-pair counts (with the gate on, hostname terms are checked node-locally and
+the first-pod exception counts matching pods on every node, labelled or not; not modelled).
 
 PreFilter counts topology pairs ``(topologyKey, value of that label on the node)``:
 
@@ -44,6 +45,7 @@ from kubectl_dra.model.pod import Pod
 from kubectl_dra.scheduling import labels as lbl
 from kubectl_dra.scheduling.framework import (SKIP, Cycle, Evidence, NodeInfo, Plugin, PodInfo, PreFilterResult,
                                               Status)
+from kubectl_dra.scheduling.topologyspread import unreadable
 
 NAME = "InterPodAffinity"
 
@@ -172,8 +174,8 @@ class AffinityState:
                 value = node_labels.get(term.topology_key)
                 if value is not None:
                     self.uncertain.setdefault((term.topology_key, value), (
-                        f"pod {where}, {term.describe()}: whether it selects this pod depends on the labels of namespace "
-                        f"{incoming.metadata.namespace or ''!r}, which were not read"))
+                        f"pod {where}, {term.describe()}: whether it selects this pod depends on the labels "
+                        f"of namespace {incoming.metadata.namespace or ''!r}, which were not read"))
             elif matched:
                 self.record(self.existing, "existing", node_labels, term, f"pod {where}, {term.describe()}")
         if self.affinity_terms and all(t.matches(pod, {}) for t in self.affinity_terms):
@@ -189,8 +191,8 @@ class InterPodAffinity(Plugin):
 
     def pre_filter(self, cycle: Cycle) -> PreFilterResult:
         pod = cycle.pod.pod
-        bad = pod.invalid_under("spec.affinity.podAffinity", "spec.affinity.podAntiAffinity", "metadata.labels",
-                                "metadata.namespace") if pod.invalid_fields else []
+        bad = unreadable(pod, "spec.affinity.podAffinity", "spec.affinity.podAntiAffinity", "metadata.labels",
+                         "metadata.namespace")
         if bad:
             return self._result(Status.unknown(f"{NAME}: the pod's {', '.join(bad)} could not be read"))
         failure = _parse_errors(pod)
@@ -212,16 +214,18 @@ class InterPodAffinity(Plugin):
             state.ns_labels = cycle.namespaces.get(pod.metadata.namespace or "") or {}
         has_terms = bool(state.affinity_terms or state.anti_terms)
         cache: dict = {}
-        unreadable = None
+        bad_pod = None
         watched = ("spec.affinity.podAntiAffinity", "metadata.namespace") + \
             (("metadata.labels", "spec.affinity.podAffinity") if has_terms else ())
         for node_info in cycle.nodes:
             node_labels = node_info.node.metadata.labels
             node_name = node_info.name
+            if node_info.node.invalid_fields and unreadable(node_info.node, "metadata.labels"):
+                return self._result(Status.unknown(f"{NAME}: node {node_name}'s labels could not be read"))
             for p in node_info.pods:
                 other = p.pod
-                if other.invalid_fields and unreadable is None and other.invalid_under(*watched):
-                    unreadable = other.key
+                if other.invalid_fields and bad_pod is None and unreadable(other, *watched):
+                    bad_pod = other.key
                 if has_terms:
                     state.add(other, node_name, node_labels, cache, pod)
                     continue
@@ -230,9 +234,9 @@ class InterPodAffinity(Plugin):
                         not a.pod_anti_affinity.required_during_scheduling_ignored_during_execution:
                     continue
                 state.add(other, node_name, node_labels, cache, pod)
-        if unreadable is not None:
+        if bad_pod is not None:
             return self._result(Status.unknown(
-                f"{NAME}: pod {unreadable} could match an affinity rule but its labels, namespace or affinity "
+                f"{NAME}: pod {bad_pod} could match an affinity rule but its labels, namespace or affinity "
                 "could not be read"))
         if not state.existing and not has_terms and not state.uncertain:
             return self._result(Status(SKIP))
@@ -320,13 +324,16 @@ def _pods(pods: list[str]) -> str:
 def _parse_errors(pod: Pod) -> str | None:
     """``framework.NewPodInfo``'s parse errors, aggregated as ``utilerrors.NewAggregate`` prints them."""
     a = pod.spec.affinity
+
+    def preferred(part) -> list:
+        return [w.pod_affinity_term for w in part.preferred_during_scheduling_ignored_during_execution] \
+            if part is not None else []
+
     lists = [
         ("requiredAffinityTerms", _required(pod, False)),
         ("requiredAntiAffinityTerms", _required(pod, True)),
-        ("preferredAffinityTerms", [w.pod_affinity_term for w in a.pod_affinity.preferred_during_scheduling_ignored_during_execution]
-         if a is not None and a.pod_affinity is not None else []),
-        ("preferredAntiAffinityTerms", [w.pod_affinity_term for w in a.pod_anti_affinity.preferred_during_scheduling_ignored_during_execution]
-         if a is not None and a.pod_anti_affinity is not None else []),
+        ("preferredAffinityTerms", preferred(a.pod_affinity) if a is not None else []),
+        ("preferredAntiAffinityTerms", preferred(a.pod_anti_affinity) if a is not None else []),
     ]
     errors = []
     for name, terms in lists:

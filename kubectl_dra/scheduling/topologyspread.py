@@ -197,8 +197,14 @@ def _tolerates(t, taint) -> bool:
     return t.operator == "Exists"
 
 
-def _unreadable(pod: Pod, *prefixes: str) -> list[str]:
-    return pod.invalid_under(*prefixes) if pod.invalid_fields else []
+def unreadable(obj, *prefixes: str) -> list[str]:
+    """Dropped fields (see ``KubeObject.invalid_fields``) at, below or *above* any of ``prefixes``:
+    a dropped ``spec.affinity`` took ``spec.affinity.nodeAffinity`` with it."""
+    if not obj.invalid_fields:
+        return []
+    return [f.path for f in obj.invalid_fields
+            if any(f.path == p or f.path.startswith((p + ".", p + "[")) or p.startswith((f.path + ".", f.path + "["))
+                   for p in prefixes)]
 
 
 class PodTopologySpread(Plugin):
@@ -206,7 +212,7 @@ class PodTopologySpread(Plugin):
 
     def pre_filter(self, cycle: Cycle) -> PreFilterResult:
         pod = cycle.pod.pod
-        bad = _unreadable(pod, "spec.topologySpreadConstraints", "metadata.labels", "spec.nodeSelector",
+        bad = unreadable(pod, "spec.topologySpreadConstraints", "metadata.labels", "spec.nodeSelector",
                           "spec.affinity.nodeAffinity", "spec.tolerations")
         if bad:
             return PreFilterResult(status=self._status(Status.unknown(
@@ -220,10 +226,15 @@ class PodTopologySpread(Plugin):
                 f"get constraints from pod: obtaining pod's hard topology spread constraints: {err}")))
         if not constraints:
             return PreFilterResult(status=self._status(Status(SKIP)))
-        state, unreadable = self._count(cycle, constraints)
-        if unreadable:
+        for node_info in cycle.nodes:
+            bad = unreadable(node_info.node, "metadata.labels", "spec.taints")
+            if bad:
+                return PreFilterResult(status=self._status(Status.unknown(
+                    f"{NAME}: node {node_info.name}'s {', '.join(bad)} could not be read")))
+        state, bad_pod = self._count(cycle, constraints)
+        if bad_pod:
             return PreFilterResult(status=self._status(Status.unknown(
-                f"{NAME}: pod {unreadable} could count towards a spread constraint but its labels, namespace or "
+                f"{NAME}: pod {bad_pod} could count towards a spread constraint but its labels, namespace or "
                 "deletionTimestamp could not be read")))
         return PreFilterResult(state=state)
 
@@ -321,7 +332,7 @@ class PodTopologySpread(Plugin):
         counts: list[dict[str, int]] = [{} for _ in constraints]
         affinity = None
         keys = [c.topology_key for c in constraints]
-        unreadable = None
+        bad_pod = None
         for node_info in cycle.nodes:
             node = node_info.node
             node_labels = node.metadata.labels
@@ -342,9 +353,9 @@ class PodTopologySpread(Plugin):
             for p in node_info.pods:
                 other = p.pod
                 meta = other.metadata
-                if other.invalid_fields and unreadable is None and \
-                        _unreadable(other, "metadata.labels", "metadata.namespace", "metadata.deletionTimestamp"):
-                    unreadable = other.key
+                if other.invalid_fields and bad_pod is None and \
+                        unreadable(other, "metadata.labels", "metadata.namespace", "metadata.deletionTimestamp"):
+                    bad_pod = other.key
                 if meta.deletion_timestamp is None and (meta.namespace or "") == ns:
                     candidates.append(meta.labels)
             for i in included:
@@ -361,7 +372,7 @@ class PodTopologySpread(Plugin):
         for i, per_value in enumerate(counts):
             for value, num in per_value.items():
                 state.update_path(i, value, num)
-        return state, unreadable
+        return state, bad_pod
 
 
 class _Undetermined(Exception):

@@ -522,3 +522,15 @@ def test_a_thousand_nodes_of_a_hundred_pods_stay_fast():
     elapsed = time.perf_counter() - start
     assert all(r.code == UNSCHEDULABLE for r in results)  # every zone holds an a3 pod
     assert elapsed < 3.0, elapsed
+
+
+def test_an_existing_pod_whose_affinity_could_not_be_read_is_undetermined_not_ignored():
+    broken = Pod.from_raw({"metadata": {"name": "broken", "namespace": "ml"},
+                           "spec": {"nodeName": "nodeA", "affinity": "not-an-object"}})
+    assert [f.path for f in broken.invalid_fields] == ["spec.affinity"]
+    nodes = [RZH("nodeA", "z1")]
+    status = run(mkpod(ns="ml", labels={"app": "x"}), nodes, [broken])
+    assert status.undetermined and "ml/broken" in status.undetermined
+    bad_node = Node.from_raw({"metadata": {"name": "nodeA", "labels": {"zone": 7}}})
+    c = Cycle(pod=PodInfo(mkpod(anti=[Exists("foo", "zone")])), nodes=[NodeInfo(bad_node)], namespaces={})
+    assert "labels could not be read" in InterPodAffinity().pre_filter(c).status.undetermined

@@ -567,3 +567,14 @@ def test_a_thousand_nodes_of_a_hundred_pods_stay_fast():
     assert pre.state.counts == [{"z0": 334 * 15, "z1": 333 * 15, "z2": 333 * 15}]
     assert sum(r.success for r in results) == 666
     assert elapsed < 2.0, elapsed
+
+
+def test_unreadable_incoming_fields_or_node_labels_are_undetermined():
+    raw = {"metadata": {"name": "p", "labels": {"foo": ""}},
+           "spec": {"affinity": ["bad"], "topologySpreadConstraints": [sc(1, "zone", FOO)]}}
+    pod = Pod.from_raw(raw)
+    _, pre = prefilter_state(pod, FOUR)
+    assert pre.status.undetermined and "spec.affinity" in pre.status.undetermined
+    bad_node = Node.from_raw({"metadata": {"name": "node-z", "labels": {"zone": ["x"]}}})
+    _, pre = prefilter_state(mkpod(labels={"foo": ""}, constraints=[sc(1, "zone", FOO)]), [*FOUR, bad_node])
+    assert pre.status.undetermined and "node-z" in pre.status.undetermined
