@@ -257,8 +257,11 @@ class InterPodAffinity(Plugin):
             for i, term in enumerate(state.anti_terms):
                 value = node_labels.get(term.topology_key)
                 if value is not None and state.anti.get((term.topology_key, value), 0) > 0:
-                    pods = state.examples.get(("anti", term.topology_key, value, i), [])
-                    detail = f"{term.describe()}: {term.topology_key}={value} has {_pods(pods)}"
+                    # the count is per pair: another term with the same topologyKey may have made it
+                    j = next((j for j in (i, *range(len(state.anti_terms)))
+                              if state.examples.get(("anti", term.topology_key, value, j))), i)
+                    pods = state.examples.get(("anti", term.topology_key, value, j), [])
+                    detail = f"{state.anti_terms[j].describe()}: {term.topology_key}={value} has {_pods(pods)}"
                     return self._status(Status.unschedulable(
                         ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH,
                         evidence=[Evidence(ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH, detail=detail)]))

@@ -534,3 +534,17 @@ def test_an_existing_pod_whose_affinity_could_not_be_read_is_undetermined_not_ig
     bad_node = Node.from_raw({"metadata": {"name": "nodeA", "labels": {"zone": 7}}})
     c = Cycle(pod=PodInfo(mkpod(anti=[Exists("foo", "zone")])), nodes=[NodeInfo(bad_node)], namespaces={})
     assert "labels could not be read" in InterPodAffinity().pre_filter(c).status.undetermined
+
+
+def test_anti_affinity_counts_are_per_topology_pair_and_the_evidence_names_the_term_that_matched():
+    """Upstream checks each term's pair in one count map: a pod matching term[1] refuses the node
+    already at term[0] when both use the same topologyKey (same reason either way)."""
+    nodes = [RZH("nodeA", "z1"), RZH("nodeB", "z2")]
+    pod = mkpod(ns="ml", anti=[In("app", "zone", ["web"]), In("app", "zone", ["db"])])
+    c = cycle(pod, nodes, [mkpod("db", ns="ml", node="nodeB", labels={"app": "db"})])
+    plugin = InterPodAffinity()
+    pre = plugin.pre_filter(c)
+    assert [outcome(plugin.filter(c, pre.state, n)) for n in c.nodes] == [OK, ANTI]
+    detail = plugin.filter(c, pre.state, c.nodes[1]).evidence[0].detail
+    assert detail.startswith("podAntiAffinity term[1] (topologyKey zone, labelSelector app in (db)")
+    assert detail.endswith("zone=z2 has pods matching it: ml/db on nodeB")
