@@ -110,11 +110,9 @@ def allocation_requests(namespace: str | None, node: str | None = None) -> list:
 
 
 def add_reads(opened: Opened, inventory: Inventory, requests) -> None:
-    """Read more into an inventory: objects, problems and which kinds were read."""
-    more = opened.source.read(requests)
-    inventory.extend(more.objects())  # the same object twice: the later read wins
-    inventory.problems += more.problems
-    inventory.read_kinds |= more.read_kinds
+    """Read more into an inventory: objects, problems and which kinds were read (the same object
+    twice: the later read wins)."""
+    opened.source.read(requests, into=inventory)
 
 
 def join_first(inventory: Inventory, found, first: Inventory) -> Inventory:

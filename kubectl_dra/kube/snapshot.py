@@ -278,8 +278,8 @@ class SnapshotSource:
         """Nothing to ask for ahead: the files are read once, whole."""
         return []
 
-    def read(self, requests: Iterable[ReadRequest]) -> Inventory:
-        inventory = Inventory()
+    def read(self, requests: Iterable[ReadRequest], into: Inventory | None = None) -> Inventory:
+        inventory = into if into is not None else Inventory()
         self._load(inventory)
         for request in requests:
             inventory.extend(self.stream(request, inventory))

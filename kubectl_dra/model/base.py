@@ -28,6 +28,7 @@ from kubectl_dra.quantity import Quantity
 
 _PARSED: dict[str, Quantity] = {}  # text -> its Quantity: a cluster repeats "100m" and "256Mi" 100,000 times
 _PARSED_MOST = 65536
+_FINE: set[int] = set()  # ids of cached quantities (alive as long as the cache) fine for any resource
 
 
 def _to_quantity(value: Any) -> Any:
@@ -39,6 +40,8 @@ def _to_quantity(value: Any) -> Any:
             found = Quantity.parse(value)
             if len(_PARSED) < _PARSED_MOST:
                 _PARSED[value] = found
+                if quantity_problem("cpu", found) is None:  # cpu's milli count is the strictest bound
+                    _FINE.add(id(found))
         return found
     if isinstance(value, Quantity):
         return value
@@ -86,8 +89,8 @@ def field_error(loc: tuple, message: str, value: object) -> InitErrorDetails:
 
 def _check_core_resources(value: Any, handler) -> dict:
     parsed = handler(value)
-    errors = [field_error((name, ), f'Invalid value: "{q}": {problem}', q)
-              for name, q in parsed.items() if (problem := quantity_problem(name, q))]
+    errors = [field_error((name, ), f'Invalid value: "{q}": {problem}', q) for name, q in parsed.items()
+              if id(q) not in _FINE and (problem := quantity_problem(name, q))]
     if errors:
         raise ValidationError.from_exception_data("ResourceList", errors)
     return parsed

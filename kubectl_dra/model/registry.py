@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import re
 from typing import Annotated, ClassVar, Union
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
@@ -137,9 +138,26 @@ _ENVELOPE = TypeAdapter(_Envelope)
 _PAGES: dict[tuple[type[KubeObject], type | None], TypeAdapter] = {}
 
 
+_HEAD = re.compile(rb'\A\s*\{\s*"kind"\s*:\s*"\w*List"\s*,\s*"apiVersion"\s*:\s*"[\w./-]*"\s*,'
+                   rb'\s*"metadata"\s*:\s*(\{[^{}\[\]]*\})')
+
+
 def list_continue(data: bytes) -> str | None:
     """The ``continue`` token of one list page, read without building its items; raises
-    :class:`InputError` when the page is not a JSON object."""
+    :class:`InputError` when the page is not a JSON object. An API server writes ``kind``,
+    ``apiVersion`` and a flat ``metadata`` first: that head is all that is read then (a 1 MB page
+    of pods is not scanned twice); any other shape is parsed whole."""
+    head = _HEAD.match(data[:4096])
+    if head is not None:
+        import json
+
+        try:
+            meta = json.loads(head.group(1))
+        except ValueError:
+            meta = None
+        if isinstance(meta, dict):
+            token = meta.get("continue")
+            return token if isinstance(token, str) and token else None
     try:
         return _ENVELOPE.validate_json(data).metadata.continue_ or None
     except ValidationError:

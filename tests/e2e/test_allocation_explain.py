@@ -53,7 +53,9 @@ def test_selector_no_device_matches(dra):
     assert set(rejected(gpu2, "RequestSelector").values()) == {selector}
     cpu = node_of(allocation, "worker-cpu-1")
     assert set(rejected(cpu, "DeviceClassSelector")) == {"dra.cpu/worker-cpu-1/cpudevnuma000",
-                                                         "dra.cpu/worker-cpu-1/cpudevnuma001"}
+                                                         "dra.cpu/worker-cpu-1/cpudevnuma001",
+                                                         "dra.memory/worker-cpu-1/numa0",
+                                                         "dra.memory/worker-cpu-1/numa1"}
     (finding,) = [f for f in result.json()["findings"] if f["code"] == "Unsatisfiable"]
     assert finding["severity"] == "error" and "change the selector" in finding["message"]
 
