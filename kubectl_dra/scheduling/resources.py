@@ -23,11 +23,11 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Mapping
+from typing import Iterable, Mapping
 
 from kubectl_dra.allocatable.entries import from_status
 from kubectl_dra.allocatable.requests import add_into, aggregate, is_pod_level_resource, max_into
-from kubectl_dra.model.pod import Container, ContainerStatus, Pod
+from kubectl_dra.model.pod import Container, ContainerStatus, NodeAllocatableClaimStatus, Pod
 from kubectl_dra.quantity import Format, Quantity
 
 Resource = dict[str, int]  # framework.Resource: name -> amount (cpu in millicores)
@@ -171,12 +171,18 @@ def _max(first: Mapping[str, Quantity] | None, *others: Mapping[str, Quantity] |
 
 
 def dra_amounts(pod: Pod) -> Resources:
-    """``addDRANodeAllocatableClaimResources``: Σ over the recorded claim statuses of every mapping,
-    perPod, and perContainer × |containers|, each claim once (init containers' claims too: 1.37
-    adds them flatly, after the init/regular max). The 1.36 ``resources`` map is tombstoned in
-    v1.37's API: a 1.37 scheduler never sees it, so it counts for nothing here."""
+    """What the pod's recorded ``status.nodeAllocatableResourceClaimStatuses`` add (see
+    :func:`claim_amounts`)."""
+    return claim_amounts(pod.status.node_allocatable_resource_claim_statuses)
+
+
+def claim_amounts(statuses: Iterable[NodeAllocatableClaimStatus]) -> Resources:
+    """``addDRANodeAllocatableClaimResources``: Σ over the claim statuses of every mapping, perPod,
+    and perContainer × |containers|, each claim once (init containers' claims too: 1.37 adds them
+    flatly, after the init/regular max). The 1.36 ``resources`` map is tombstoned in v1.37's API:
+    a 1.37 scheduler never sees it, so it counts for nothing here."""
     total: Resources = {}
-    for status in pod.status.node_allocatable_resource_claim_statuses:
+    for status in statuses:
         entry = from_status(status)
         for name in (*entry.mapping, *(n for n in entry.overhead if n not in entry.mapping)):
             amount = entry.pod_total(name)
@@ -242,10 +248,13 @@ def cached_pod_requests(pod: Pod) -> Resources:
     return requests
 
 
-def spec_pod_requests(pod: Pod, *, include_overhead: bool = True) -> Resources:
-    """``PodRequests`` with pod-level resources and nothing else: the spec's sidecar-aware sum,
-    pod-level requests over it, then (unless excluded) the overhead."""
+def spec_pod_requests(pod: Pod, *, include_overhead: bool = True, dra: Mapping[str, Quantity] | None = None) -> Resources:
+    """``PodRequests`` without status resources: the spec's sidecar-aware sum plus ``dra`` (claim
+    amounts), pod-level requests over that (so they hide what DRA adds to cpu, memory or huge
+    pages), then (unless excluded) the overhead."""
     requests = _aggregate(pod, _spec, None, False)
+    if dra:
+        add_into(requests, dra)
     pod_level = _pod_level_requests(pod)
     if pod_level is not None:
         for name, q in pod_level.items():
@@ -264,21 +273,36 @@ def scheduler_requests(pod: Pod) -> Resource:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class IncomingRequest:
-    """NodeResourcesFit's ``preFilterState`` for the pod being scheduled, with its parts.
+    """What a filter compares for the pod being scheduled, with its parts for the reader.
 
-    ``total`` is what Filter compares (spec + pod-level + overhead); ``overhead`` is the part the
-    RuntimeClass overhead contributed, counted on its own (for the reader only)."""
+    ``total`` is what the filter compares; ``overhead`` the RuntimeClass overhead and ``dra`` the
+    claims' node-allocatable amounts, each counted on its own (``dra`` only where pod-level
+    requests do not hide it). NodeResourcesFit's ``dra`` is always empty."""
 
     total: Resource
     spec: Resource
     overhead: Resource
+    dra: Resource = dataclasses.field(default_factory=dict)
 
 
 def incoming_requests(pod: Pod) -> IncomingRequest:
-    """``computePodResourceRequest`` as PreFilter calls it (pod-level resources on, no DRA statuses)."""
+    """``computePodResourceRequest`` as NodeResourcesFit's PreFilter calls it: pod-level resources
+    on, no DRA option (so even a pod carrying stale claim statuses counts its spec only)."""
     return IncomingRequest(total=_requested(spec_pod_requests(pod)),
                            spec=_requested(spec_pod_requests(pod, include_overhead=False)),
                            overhead=_requested(pod.spec.overhead))
+
+
+def demand_with_claims(pod: Pod, statuses: Iterable[NodeAllocatableClaimStatus]) -> IncomingRequest:
+    """DynamicResources' ``totalPodDemand`` for a node (getPodNodeAllocatableResourceFootprint):
+    ``PodRequests`` of the pod with ``statuses`` as its node-allocatable claim statuses,
+    pod-level resources on, no status resources; ``NewResource`` of that."""
+    dra = claim_amounts(statuses)
+    pod_level = _pod_level_requests(pod) or {}
+    shown = {n: q for n, q in dra.items() if not (is_pod_level_resource(n) and n in pod_level)}
+    return IncomingRequest(total=_requested(spec_pod_requests(pod, dra=dra)),
+                           spec=_requested(spec_pod_requests(pod, include_overhead=False)),
+                           overhead=_requested(pod.spec.overhead), dra=_requested(shown))
 
 
 # -- what cannot be counted -------------------------------------------------------------------------
