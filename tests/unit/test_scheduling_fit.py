@@ -771,3 +771,19 @@ def test_a_pods_request_is_not_a_node_resource():
     """newResourcePod lists pods: 0 in every container: it never reaches Requested."""
     assert res.scheduler_requests(make_pod(use(1, 2))) == {"cpu": 1, "memory": 2, "ephemeral-storage": 0}
     assert res.incoming_requests(make_pod(use(1, 2))).total == {"cpu": 1, "memory": 2, "ephemeral-storage": 0}
+
+
+@pytest.mark.parametrize("pod", [case[1] for case in ENOUGH] + [case[1] for case in POD_REQUESTS] + [
+    make_pod({"cpu": "1.0005", "memory": "0.5"}, {"cpu": "0.0005", "memory": "0.5"}),  # rounding after the sum
+    make_pod({"cpu": "1"}, status={"conditions": [{"type": "Ready", "status": "True"}],
+                                   "containerStatuses": [{"name": "c0", "ready": True}]}),
+])
+def test_the_short_path_for_plain_pods_agrees_with_the_general_rule(pod):
+    general = res.to_resource(res.cached_pod_requests(pod))
+    general.pop("pods", None)
+    assert res.scheduler_requests(pod) == general
+
+
+def test_sums_are_rounded_once_as_quantities_not_per_container():
+    pod = make_pod({"cpu": "1.0005", "memory": "0.5"}, {"cpu": "0.0005", "memory": "0.5"})
+    assert res.scheduler_requests(pod) == {"cpu": 1001, "memory": 1}
