@@ -81,13 +81,13 @@ class Insufficient:
 
 def fits_resources(request: Resource, node: NodeInfo, *, dra: bool = False,
                    ignored_resources: Iterable[str] = (), ignored_groups: Iterable[str] = (),
-                   delegated: Callable[[str], bool | None] | None = None) -> list[Insufficient]:
+                   delegated: Callable[[str], bool | str] | None = None) -> list[Insufficient]:
     """What ``node`` is short of for ``request``, in the order the scheduler lists the reasons.
 
     ``dra=False``: NodeResourcesFit's ``fitsRequest``: the pod count, a zero request never fails,
     every scalar resource, the args' ignored extended resources, and ``delegated(name)`` (is this
-    resource, which the node does not advertise, provided by a DeviceClass? ``None``: cannot
-    tell, which raises :class:`Undecided`).
+    resource, which the node does not advertise, provided by a DeviceClass? a string: why that
+    cannot be told, which raises :class:`Undecided`).
 
     ``dra=True``: DynamicResources' ``nodeFitsResources`` for the pod's total with its claims'
     node-allocatable amounts: no pod count, and of the scalars only huge pages, compared even at
@@ -119,9 +119,8 @@ def fits_resources(request: Resource, node: NodeInfo, *, dra: bool = False,
                 continue
             if have <= 0 and delegated is not None:  # shouldDelegateResourceToDRA
                 verdict = delegated(name)
-                if verdict is None:
-                    raise Undecided(f"whether a DeviceClass provides extended resource {name} "
-                                    "(DeviceClasses were not read)")
+                if isinstance(verdict, str):
+                    raise Undecided(verdict)
                 if verdict:
                     continue
             if want <= have - used:
@@ -181,12 +180,12 @@ def device_class_resources(classes: Iterable[DeviceClass]) -> dict[str, bool | N
     return mapped
 
 
-def _delegation(cycle: Cycle) -> Callable[[str], bool | None]:
+def _delegation(cycle: Cycle) -> Callable[[str], bool | str]:
     """``shouldDelegateResourceToDRA``'s class lookup over the cycle's DeviceClasses (read lazily:
     only a scalar resource a node does not advertise asks)."""
     cache: dict[str, dict[str, bool | None] | None] = {}
 
-    def delegated(name: str) -> bool | None:
+    def delegated(name: str) -> bool | str:
         if "map" not in cache:
             inv = cycle.inventory
             classes = inv.all(DeviceClass) if inv is not None else []
@@ -194,8 +193,13 @@ def _delegation(cycle: Cycle) -> Callable[[str], bool | None]:
             cache["map"] = device_class_resources(classes) if known else None
         mapped = cache["map"]
         if mapped is None:
-            return None
-        return mapped.get(name, False)
+            return (f"whether a DeviceClass provides extended resource {name}, which the node does not "
+                    "advertise, is unknown: DeviceClasses were not read")
+        verdict = mapped.get(name, False)
+        if verdict is None:
+            return (f"whether the scheduler maps {name} to its DeviceClass depends on the order it saw the "
+                    "classes in: that class lost an extendedResourceName clash to a newer one")
+        return verdict
 
     return delegated
 
@@ -210,7 +214,7 @@ class FitState:
     problem: str | None = None
     ignored_resources: frozenset[str] = frozenset()
     ignored_groups: frozenset[str] = frozenset()
-    delegated: Callable[[str], bool | None] | None = None
+    delegated: Callable[[str], bool | str] | None = None
 
 
 def _string_list(args: dict, key: str) -> frozenset[str] | None:

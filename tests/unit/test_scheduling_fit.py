@@ -462,7 +462,8 @@ def test_the_implicit_device_class_name_is_left_to_dynamic_resources():
 def test_without_device_classes_read_a_resource_the_node_lacks_is_undetermined():
     node = node_with(allocatable={A: "5", "pods": "10"})
     status = run(make_pod({DRA_ER: "1"}), node, inv=inventory(read=False))
-    assert status.undetermined and DRA_ER in status.undetermined and not status.success
+    assert status.undetermined and DRA_ER in status.undetermined and "not read" in status.undetermined
+    assert not status.success
     assert run(make_pod({A: "1"}), node, inv=inventory(read=False)).success  # advertised: no class question
 
 
@@ -480,7 +481,7 @@ def test_a_class_losing_an_extended_resource_name_clash_may_lack_its_implicit_na
     assert mapped["deviceclass.resource.kubernetes.io/new"] is None
     status = run(make_pod({"deviceclass.resource.kubernetes.io/old": "1"}), node_with(allocatable={"pods": "10"}),
                  inv=inventory(old, new))
-    assert status.undetermined and not status.success
+    assert status.undetermined and "clash" in status.undetermined and not status.success
 
 
 def test_unreadable_inputs_make_the_node_undetermined_never_fitting():
