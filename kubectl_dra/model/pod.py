@@ -283,6 +283,14 @@ class ResourceStatus(View):
 
 
 @view
+class StatusResources(View):
+    """Requests and limits as a status reports them (in-place resize): absent is not empty, as
+    component-helpers tells a nil list from an empty one. No request-vs-limit rule: the kubelet wrote it."""
+    requests: CoreResourceList | None = None
+    limits: CoreResourceList | None = None
+
+
+@view
 class ContainerStatus(View):
     name: str
     container_id: str | None = Field(default=None, alias="containerID")
@@ -291,6 +299,8 @@ class ContainerStatus(View):
     started: bool | None = None
     state: dict[str, Any] = Field(default_factory=dict)  # running | waiting | terminated
     allocated_resources_status: list[ResourceStatus] = Field(default_factory=list)  # the kubelet's device health
+    allocated_resources: CoreResourceList | None = None  # in-place resize: what the kubelet admitted
+    resources: StatusResources | None = None  # in-place resize: what the runtime applied
 
     @property
     def running(self) -> bool:
@@ -318,6 +328,8 @@ class PodStatus(View):
     init_container_statuses: list[ContainerStatus] = Field(default_factory=list)
     nominated_node_name: str | None = None
     resize: str | None = None  # deprecated since 1.33 (PodResizePending/InProgress conditions), still set by older kubelets
+    allocated_resources: CoreResourceList | None = None  # pod-level in-place resize (DRA amounts included)
+    resources: StatusResources | None = None  # pod-level in-place resize: what the pod cgroup has
 
 
 @view
@@ -459,14 +471,15 @@ class _CacheSpec(View):
 @view
 class _CacheContainerStatus(View):
     name: str
-    allocated_resources: CoreResourceList = Field(default_factory=dict)
-    resources: ResourceRequirements | None = None
+    allocated_resources: CoreResourceList | None = None
+    resources: StatusResources | None = None
 
 
 @view
 class _CacheCondition(View):
     type: str = ""
     status: str = ""
+    reason: str = ""
 
 
 @view
@@ -478,6 +491,8 @@ class _CacheStatus(View):
     init_container_statuses: list[_CacheContainerStatus] = Field(default_factory=list)
     conditions: list[_CacheCondition] = Field(default_factory=list)
     resize: str | None = None
+    allocated_resources: CoreResourceList | None = None
+    resources: StatusResources | None = None
 
 
 @view
