@@ -18,6 +18,7 @@ it is refused, UnschedulableAndUnresolvable, for any pod that needs a feature.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -68,9 +69,12 @@ REGISTRY = (
     Feature("VolumeBindMountOptions", _bind_mount_options),
     Feature("DRAOptionalNodeOperations", _never),  # claims: checked by DynamicResources, not here
 )
-# What the inferences read, for the unreadable check.
+# What the inferences read, for the unreadable check: a container's rules and mounts, or the container
+# itself (one dropped whole leaves only its path), and the two pod fields.
 _POD_FIELDS = ("spec.containers", "spec.initContainers", "spec.ephemeralContainers", "spec.hostNetwork",
                "spec.hostUsers")
+_READ = re.compile(r"spec(\.hostNetwork|\.hostUsers|\.(initContainers|containers|ephemeralContainers)"
+                   r"(\[\d+\](\.(restartPolicyRules|volumeMounts|name)([.\[].*)?)?)?)?")
 
 
 def try_map(registered: list[str], declared: list[str]) -> set[str]:
@@ -114,7 +118,7 @@ class NodeDeclaredFeatures(Plugin):
                 return PreFilterResult(status=self._status(Status(SKIP)))
         if not self.enabled:
             return PreFilterResult(status=self._status(Status(SKIP)))
-        bad = [p for p in unreadable(pod, *_POD_FIELDS) if ".resources" not in p]
+        bad = [p for p in unreadable(pod, *_POD_FIELDS) if _READ.fullmatch(p)]
         if bad:
             return PreFilterResult(status=undetermined(NAME, "the pod's", bad))
         required = self.required(pod)

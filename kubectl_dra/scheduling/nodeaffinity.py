@@ -52,15 +52,26 @@ def added_terms(args: Any) -> list[Term] | None:
         return None
     if not isinstance(added, Mapping):
         raise _Undetermined(f"{NAME}: the profile's addedAffinity is not an object")
+    errors = []
+    preferred = added.get("preferredDuringSchedulingIgnoredDuringExecution") or []
+    if not isinstance(preferred, list):  # ValidateNodeAffinityArgs parses the preferred terms too
+        errors.append("preferredDuringSchedulingIgnoredDuringExecution: must be a list")
+    else:
+        for i, pref in enumerate(preferred):
+            if not isinstance(pref, Mapping):
+                errors.append(f"preferredDuringSchedulingIgnoredDuringExecution[{i}]: not an object")
+            elif pref.get("weight"):  # NewPreferredSchedulingTerms skips a zero weight unparsed
+                term = parse_terms({"nodeSelectorTerms": [pref.get("preference") or {}]})
+                errors += [f"preferredDuringSchedulingIgnoredDuringExecution[{i}]: {t.error}" for t in term if t.error]
     required = added.get("requiredDuringSchedulingIgnoredDuringExecution")
-    if required is None:
-        return None
-    try:
-        terms = parse_terms(required)
-    except NodeSelectorError as exc:
-        raise _Undetermined(f"{NAME}: the profile's addedAffinity is invalid ({exc}): a scheduler with it does "
-                            "not start") from None
-    errors = [t.error for t in terms if t.error]
+    terms = None
+    if required is not None:
+        try:
+            terms = parse_terms(required)
+        except NodeSelectorError as exc:
+            errors.append(str(exc))
+        else:
+            errors += [t.error for t in terms if t.error]
     if errors:
         raise _Undetermined(f"{NAME}: the profile's addedAffinity is invalid ({'; '.join(errors)}): a scheduler "
                             "with it does not start")

@@ -20,7 +20,7 @@ NAME = "NodePorts"
 ERR_REASON = "node(s) didn't have free ports for the requested pod ports"
 # k8s.io/kube-scheduler/framework/types.go (DefaultBindAllHostIP)
 BIND_ALL = "0.0.0.0"
-_PORT_FIELDS = re.compile(r"spec\.(initC|c)ontainers(\[\d+\](\.(ports|restartPolicy|name)([.\[].*)?)?)?")
+_PORT_FIELDS = re.compile(r"spec(\.(initC|c)ontainers(\[\d+\](\.(ports|restartPolicy|name)([.\[].*)?)?)?)?")
 
 Port = tuple[str, str, int]  # (hostIP, protocol, hostPort)
 

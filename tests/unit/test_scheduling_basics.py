@@ -420,9 +420,12 @@ def test_node_affinity_evidence_names_the_label_and_term(spec, labels, detail):
 @pytest.mark.parametrize("args", [
     added(term(expr("zone", "Gt", "x"))),
     {"NodeAffinity": {"addedAffinity": "zone=a"}},
+    {"NodeAffinity": {"addedAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 1, "preference": term(expr("zone", "In"))}]}}},  # ValidateNodeAffinityArgs parses these too
     {"NodeAffinity": "x"},
 ])
 def test_invalid_added_affinity_is_not_a_running_profile(args):
+    """``New`` fails on it, so no running scheduler has it: undetermined, never a verdict."""
     pre, status = run(na.NodeAffinity(), pod(), node("n"), args=args)
     assert pre.status.undetermined and status.undetermined and not status.success
 
@@ -568,6 +571,9 @@ def test_unreadable_ports_are_undetermined_but_resources_are_not_ports():
     lost = pod({"containers": [{"ports": [{"hostPort": 80}]}]}, name="lost", raw=True)
     _, status = run(np_.NodePorts(), ports_pod("TCP/0.0.0.0/80"), ports_node(lost))
     assert status.undetermined and "default/lost" in status.undetermined
+    assert np_.NodePorts().pre_filter(Cycle(PodInfo(pod({"containers": "web"}, raw=True)), [])).status.undetermined
+    whole = Pod.from_raw({"metadata": {"name": "s"}, "spec": "x"})  # the whole spec dropped
+    assert np_.NodePorts().pre_filter(Cycle(PodInfo(whole), [])).status.undetermined
 
 
 # -- NodeDeclaredFeatures -----------------------------------------------------------------------------
@@ -654,6 +660,10 @@ def test_declared_features_on_real_nodes():
 def test_unreadable_feature_fields_are_undetermined():
     p = pod({"hostNetwork": True, "hostUsers": "maybe"}, raw=True)
     assert ndf.NodeDeclaredFeatures().pre_filter(Cycle(PodInfo(p), [])).status.undetermined
+    p = pod({"containers": [{"name": "c", "restartPolicyRules": [{"action": ["RestartAllContainers"]}]}]}, raw=True)
+    assert ndf.NodeDeclaredFeatures().pre_filter(Cycle(PodInfo(p), [])).status.undetermined
+    p = pod({"containers": [{"name": "c", "ports": [{"hostPort": "x"}]}]}, raw=True)  # not read by any inference
+    assert p.invalid_fields and ndf.NodeDeclaredFeatures().pre_filter(Cycle(PodInfo(p), [])).status.code == SKIP
     n = node("n", status={"declaredFeatures": "all"}, raw=True)
     _, status = run(ndf.NodeDeclaredFeatures(), pod({"hostNetwork": True, "hostUsers": False}), n)
     assert status.undetermined and not status.success
