@@ -117,6 +117,19 @@ def _terms_mismatch(terms: list[Term], name: str, labels: Mapping[str, str]) -> 
     return "; ".join(why) or "no nodeSelectorTerms (an empty one matches no node)"
 
 
+def required_affinity_mismatch(pod: Any, node: Any) -> str | None:
+    """``GetRequiredNodeAffinity(pod).Match(node)`` (parse errors ignored: an invalid term never
+    matches): None when the node satisfies the pod's nodeSelector and required node affinity, else
+    why not. For other plugins that ask the same question (PodTopologySpread's nodeAffinityPolicy).
+    The caller checks the pod's and node's fields were readable (:func:`checks.unreadable`)."""
+    labels = node.metadata.labels
+    miss = _selector_mismatch(pod.spec.node_selector, labels)
+    required = _required(pod)
+    if miss is None and required is not None:
+        miss = _terms_mismatch(parse_terms(required.model_dump(by_alias=True)), node.name, labels)
+    return miss
+
+
 class NodeAffinity(Plugin):
     NAME = NAME
 

@@ -415,6 +415,8 @@ def test_node_affinity(name, spec, labels, node_name, want, want_pre, want_names
 def test_node_affinity_evidence_names_the_label_and_term(spec, labels, detail):
     _, status = run(na.NodeAffinity(), pod(spec), node("n", labels))
     assert status.plugin == "NodeAffinity" and status.evidence[0].detail == detail
+    assert na.required_affinity_mismatch(pod(spec), node("n", labels)) == detail
+    assert na.required_affinity_mismatch(pod(spec), node("other", {"zone": "a", "gpu": "1"})) is None
 
 
 @pytest.mark.parametrize("args", [
