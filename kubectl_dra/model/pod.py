@@ -172,13 +172,43 @@ class PersistentVolumeClaimVolumeSource(View):
 
 
 @view
+class GCEPersistentDiskVolumeSource(View):
+    pd_name: str = ""
+    read_only: bool = False
+
+
+@view
+class AWSElasticBlockStoreVolumeSource(View):
+    volume_id: str = Field(default="", alias="volumeID")
+
+
+@view
+class ISCSIVolumeSource(View):
+    iqn: str = ""
+    read_only: bool = False
+
+
+@view
+class RBDVolumeSource(View):
+    monitors: list[str] = Field(default_factory=list)
+    pool: str = "rbd"  # API default
+    image: str = ""
+    read_only: bool = False
+
+
+@view
 class Volume(View):
     """A pod volume: the name, the sources the scheduler's volume plugins look at, and which
-    source it is (``source``: the one key besides ``name``, e.g. ``configMap``, ``csi``)."""
+    source it is (``source``: the one key besides ``name``, e.g. ``configMap``, ``csi``).
+    The four disk sources are what VolumeRestrictions compares between pods on a node."""
     name: str = ""
     persistent_volume_claim: PersistentVolumeClaimVolumeSource | None = None
     ephemeral: dict[str, Any] | None = None
     csi: dict[str, Any] | None = None
+    gce_persistent_disk: GCEPersistentDiskVolumeSource | None = None
+    aws_elastic_block_store: AWSElasticBlockStoreVolumeSource | None = None
+    iscsi: ISCSIVolumeSource | None = None
+    rbd: RBDVolumeSource | None = None
     source: str = ""
 
     @model_validator(mode="before")
