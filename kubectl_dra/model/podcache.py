@@ -67,11 +67,58 @@ class PersistentVolumeClaimSource(_Struct):
     read_only: bool = False
 
 
+class GCEPersistentDisk(_Struct):
+    pd_name: str = ""
+    read_only: bool = False
+
+
+class AWSElasticBlockStore(_Struct):
+    volume_id: str = msgspec.field(default="", name="volumeID")
+
+
+class ISCSI(_Struct):
+    iqn: str = ""
+    read_only: bool = False
+
+
+class RBD(_Struct):
+    monitors: list[str] = []
+    pool: str = "rbd"  # API default
+    image: str = ""
+    read_only: bool = False
+
+
 class Volume(_Struct):
+    """The sources the volume filters read (model/pod.py's Volume): a claim, an ephemeral claim,
+    inline CSI, and the in-tree disks VolumeRestrictions compares and CSI migration translates."""
+
     name: str = ""
     persistent_volume_claim: Optional[PersistentVolumeClaimSource] = None
     ephemeral: Optional[dict[str, Any]] = None
     csi: Optional[dict[str, Any]] = None
+    gce_persistent_disk: Optional[GCEPersistentDisk] = None
+    aws_elastic_block_store: Optional[AWSElasticBlockStore] = None
+    iscsi: Optional[ISCSI] = None
+    rbd: Optional[RBD] = None
+    azure_disk: Optional[dict[str, Any]] = None
+    azure_file: Optional[dict[str, Any]] = None
+    cinder: Optional[dict[str, Any]] = None
+    portworx_volume: Optional[dict[str, Any]] = None
+    vsphere_volume: Optional[dict[str, Any]] = None
+
+    @property
+    def source(self) -> str:
+        """Which of those sources it is ("" for a source no filter reads: configMap, secret, ...)."""
+        for key, field in _SOURCES:
+            if getattr(self, field) is not None:
+                return key
+        return ""
+
+
+_SOURCES = (("persistentVolumeClaim", "persistent_volume_claim"), ("ephemeral", "ephemeral"), ("csi", "csi"),
+            ("gcePersistentDisk", "gce_persistent_disk"), ("awsElasticBlockStore", "aws_elastic_block_store"),
+            ("iscsi", "iscsi"), ("rbd", "rbd"), ("azureDisk", "azure_disk"), ("azureFile", "azure_file"),
+            ("cinder", "cinder"), ("portworxVolume", "portworx_volume"), ("vsphereVolume", "vsphere_volume"))
 
 
 class SchedulingGroup(_Struct):
