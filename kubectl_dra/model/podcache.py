@@ -133,17 +133,17 @@ class Spec(_Struct):
     priority: Optional[int] = None
     volumes: list[Volume] = []
     scheduling_group: Optional[SchedulingGroup] = None
-    raw_affinity: Optional[msgspec.Raw] = msgspec.field(default=None, name="affinity")
-    raw_resources: Optional[msgspec.Raw] = msgspec.field(default=None, name="resources")
+    raw_affinity: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw, name="affinity")
+    raw_resources: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw, name="resources")
     affinity: Any = msgspec.field(default=None, name="kubectl-dra.io/affinity")  # the pydantic Affinity, when there is one
     resources: Any = msgspec.field(default=None, name="kubectl-dra.io/resources")  # pod-level ResourceRequirements
 
     def __post_init__(self) -> None:
-        if self.raw_affinity is not None:
+        if self.raw_affinity and bytes(self.raw_affinity) != b"null":
             from kubectl_dra.model.pod import Affinity
 
             self.affinity = Affinity.model_validate(msgspec.json.decode(self.raw_affinity))
-        if self.raw_resources is not None:
+        if self.raw_resources and bytes(self.raw_resources) != b"null":
             from kubectl_dra.model.pod import ResourceRequirements
 
             self.resources = ResourceRequirements.model_validate(msgspec.json.decode(self.raw_resources))
@@ -170,11 +170,12 @@ class Status(_Struct):
     resize: Optional[str] = None
     allocated_resources: Optional[dict[str, Quantity]] = None
     resources: Optional[StatusResources] = None
-    raw_claim_statuses: Optional[msgspec.Raw] = msgspec.field(default=None, name="nodeAllocatableResourceClaimStatuses")
+    raw_claim_statuses: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw,
+                                             name="nodeAllocatableResourceClaimStatuses")
     node_allocatable_resource_claim_statuses: Any = msgspec.field(default=(), name="kubectl-dra.io/claimStatuses")
 
     def __post_init__(self) -> None:
-        if self.raw_claim_statuses is not None:
+        if self.raw_claim_statuses and bytes(self.raw_claim_statuses) != b"null":
             from pydantic import TypeAdapter
 
             from kubectl_dra.model.pod import NodeAllocatableClaimStatus
