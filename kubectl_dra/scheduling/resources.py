@@ -109,16 +109,16 @@ _SHARED: dict[tuple, Resource] = {}  # one container's request list -> what it c
 def _requested_shared(resources: Mapping[str, Quantity]) -> Resource:
     """``_requested`` of a request list made of quantities the model shares (kubectl_dra.model.base
     keeps one object per text for as long as the process runs, so their ids are stable): the pods
-    of one Deployment count the same, computed once. A copy: the caller may add to it."""
-    from kubectl_dra.model.base import is_shared_quantity
-
+    of one Deployment count the same, computed once. The result is shared: read it, never change it."""
     key = tuple((name, id(q)) for name, q in resources.items())
     found = _SHARED.get(key)
     if found is None:
         found = _requested(resources)
+        from kubectl_dra.model.base import is_shared_quantity
+
         if len(_SHARED) < 4096 and all(is_shared_quantity(q) for q in resources.values()):
             _SHARED[key] = found
-    return dict(found)
+    return found
 
 
 def format_amount(resource: str, amount: int) -> str:
