@@ -71,6 +71,9 @@ def run(cycle: Cycle, plugins: list[Plugin]) -> Attempt:
                 f"node(s) didn't satisfy plugin(s) {_go_list(narrowed[1])}"], plugin=",".join(narrowed[1]))))
             continue
         verdicts.append(_filter_with_nominated(cycle, active, states, node))
+    for verdict in verdicts:  # a PreFilter this tool could not decide leaves no node known to fit
+        if verdict.fits:
+            verdict.undetermined.extend(undetermined)
     errors = [v.status for v in verdicts if v.status.code == ERROR]
     if errors:
         return Attempt(message=None, nodes=verdicts, error=errors[0].message, undetermined=undetermined)

@@ -142,6 +142,15 @@ def test_cannot_tell_is_never_fits_and_never_a_message():
     assert [v.fits for v in attempt.nodes] == [None, True] and attempt.message is None and attempt.known
 
 
+def test_a_prefilter_this_tool_cannot_decide_leaves_no_node_fitting():
+    unsure = Given("DynamicResources", PreFilterResult(Status.unknown("ResourceClaim ns/c not found")))
+    refuses = Given("NodeResourcesFit", per_node={"n2": Status.unschedulable("Insufficient memory")})
+    attempt = run(cycle_of([node("n1"), node("n2")]), [unsure, refuses])
+    assert [v.fits for v in attempt.nodes] == [None, False]
+    assert attempt.message is None and attempt.known is False
+    assert [s.undetermined for s in attempt.undetermined] == ["ResourceClaim ns/c not found"]
+
+
 def test_a_filter_error_is_the_schedulers_error_not_a_verdict():
     broken = Given("DynamicResources", per_node={"n1": Status.error("claim: CEL runtime error")})
     attempt = run(cycle_of([node("n1"), node("n2")]), [broken])
