@@ -112,6 +112,10 @@ def explain_scheduling(pod: Pod, inventory: Inventory, profile: Profile | None =
     if missing:
         result.not_evaluated.append(NotEvaluated(plugin="snapshot", why=f"{' and '.join(missing)} objects were not "
                                                  "read: what the scheduler sees is unknown"))
+    partial = [p.message for p in inventory.problems if p.kind in ("Node", "Pod") and p.kind not in missing]
+    if partial:  # a pod or node not read (or a snapshot of one namespace) may hold what refuses the pod
+        result.not_evaluated.append(NotEvaluated(plugin="snapshot", why="not every node and pod was read, so what "
+                                                 f"they use is unknown: {partial[0]}"))
     if pod.spec.scheduling_gates:
         result.waiting.append(NotEvaluated(plugin="SchedulingGates", why=(
             f"{GATED}: {', '.join(g.name for g in pod.spec.scheduling_gates)}; the nodes below are what the "

@@ -209,3 +209,15 @@ def test_explain_claim_and_claims_wide_quote_the_scheduler(dra):
     row = next(i for i in listed["items"] if i["name"] == "feature-store-numa-m4t9q")
     assert "Unschedulable" in row["findings"]
 
+
+
+def test_a_snapshot_of_one_namespace_claims_no_fit(dra, tmp_path):
+    """Pods of other namespaces use the nodes too: without them no node is called fitting."""
+    snap = tmp_path / "ml-only"
+    taken = dra("snapshot", "-n", "ml", "-o", str(snap), "--snapshot", str(EXAMPLE))
+    assert taken.exit_code == 0, taken
+    result = dra("explain", "pod", "feature-store", "-n", "ml", "--snapshot", str(snap), "-o", "json")
+    doc = json.loads(result.stdout)
+    assert doc["scheduling"]["messageKnown"] is False and doc["scheduling"]["message"] is None
+    assert any(n["plugin"] == "snapshot" for n in doc["scheduling"]["notEvaluated"])
+    assert not any(n["fits"] for n in doc["scheduling"]["nodes"])
