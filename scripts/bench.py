@@ -454,6 +454,7 @@ def bench_pending(runs: int, tmp: Path) -> None:
     try:
         url = serving.stdout.readline().strip()
         env = {**os.environ, "KUBECONFIG": str(write_kubeconfig(tmp / "kubeconfig-pending", url, "ns-1"))}
+        timed([str(BIN / "kubectl-dra"), "explain", "pod", "pending", "-o", "json"], env)  # the server encodes its pages
         mine = [timed([str(BIN / "kubectl-dra"), "explain", "pod", "pending", "-o", "json"], env) for _ in range(runs)]
         done = mine[-1][3]
         if done.returncode not in (0, 4):

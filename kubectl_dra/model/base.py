@@ -66,6 +66,12 @@ def is_overcommit_allowed(name: str) -> bool:
     return native and not name.startswith("hugepages-")
 
 
+def is_shared_quantity(q: Quantity) -> bool:
+    """Whether ``q`` is the one object kept for its text (alive as long as the process), with no
+    magnitude problem for any resource: its id can key a cache."""
+    return id(q) in _FINE
+
+
 def quantity_problem(name: str, q: Quantity) -> str | None:
     """Why a core/v1 resource quantity is nonsense, in the API server's words where it has them."""
     if q.sign() < 0:

@@ -448,9 +448,17 @@ class _CacheMeta(View):
 
 
 @view
+class _CacheResources(View):
+    """Requests and limits of a pod read from an API server, which has already refused a request
+    above its limit (ResourceRequirements' check, a Python call per container, is not repeated)."""
+    requests: CoreResourceList = Field(default_factory=dict)
+    limits: CoreResourceList = Field(default_factory=dict)
+
+
+@view
 class _CacheContainer(View):
     name: str
-    resources: ResourceRequirements = Field(default_factory=ResourceRequirements)
+    resources: _CacheResources = Field(default_factory=_CacheResources)
     restart_policy: str | None = None
     ports: list[ContainerPort] = Field(default_factory=list)
 

@@ -30,6 +30,8 @@ def _node_lines(node: NodeScheduling, style: Style) -> list[str]:
         return [f"  {node.node}  {style('cannot tell', 'yellow')}: {why}"]
     lines = [f"  {node.node}  {style('does not fit', 'red')} ({node.plugin}): {', '.join(node.reasons)}"]
     for e in node.evidence:
+        if node.plugin == "DynamicResources" and e.resource is None:
+            continue  # the devices: under Allocation below
         text = _numbers(e)
         if text:
             lines.append(f"    {e.reason}: {text}" if e.resource else f"    {text}")
@@ -41,7 +43,9 @@ def _node_lines(node: NodeScheduling, style: Style) -> list[str]:
 def scheduling_lines(scheduling: Scheduling | None, style: Style) -> list[str]:
     if scheduling is None:
         return []
-    lines = [f"{style('Scheduling', 'bold')} (every filter of {scheduling.profile})"]
+    profile = "default profile" if scheduling.profile.startswith("the default profile") else scheduling.profile
+    lines = [f"{style('Scheduling', 'bold')} (every kube-scheduler v1.37.2 filter, {profile}; preemption not "
+             "evaluated)"]
     if scheduling.message:
         lines.append(f"  scheduler: {style(scheduling.message, 'red')}")
     elif scheduling.error:
@@ -63,7 +67,8 @@ def scheduling_lines(scheduling: Scheduling | None, style: Style) -> list[str]:
     if len(shown) > SHOW_NODES:
         lines.append(f"  ... {len(shown) - SHOW_NODES} more nodes (-o json)")
     for item in scheduling.not_evaluated:
-        lines.append(style(f"  not evaluated ({item.plugin}): {item.why}", "dim"))
+        if item.plugin != "DefaultPreemption":
+            lines.append(style(f"  not evaluated ({item.plugin}): {item.why}", "dim"))
     if scheduling.next_step:
         lines.append(f"  Next: {scheduling.next_step}")
     return lines

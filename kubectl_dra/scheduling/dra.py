@@ -197,6 +197,7 @@ def _node_allocatable(cycle: Cycle, state: _State, node: NodeInfo, picks) -> Sta
     claims would get on this node, against what the node has left."""
     from kubectl_dra.allocatable.entries import compute_entry
     from kubectl_dra.allocatable.requests import pod_requests
+    from kubectl_dra.scheduling.fit import fits_resources, insufficient_status
     from kubectl_dra.scheduling.resources import to_resource
 
     pod = cycle.pod.pod
@@ -218,27 +219,15 @@ def _node_allocatable(cycle: Cycle, state: _State, node: NodeInfo, picks) -> Sta
         return status
     demand = to_resource(pod_requests(pod, entries))
     spec = to_resource(pod_requests(pod))
-    overhead = to_resource(pod.spec.overhead)
-    evidence, unresolvable = [], False
-    reasons = []
-    for name in ("cpu", "memory", "ephemeral-storage", *sorted(n for n in demand if n.startswith("hugepages-"))):
-        want = demand.get(name, 0)
-        if want <= 0 and not name.startswith("hugepages-"):
-            continue
-        have, used = node.allocatable.get(name, 0), node.requested.get(name, 0)
-        if want > have - used:
-            reason = f"Insufficient {name}"
-            reasons.append(reason)
-            unresolvable = unresolvable or want > have
-            evidence.append(Evidence(reason=reason, resource=name, requested=_qty(name, want),
-                                     dra=_qty(name, want - spec.get(name, 0)),
-                                     overhead=_qty(name, overhead[name]) if overhead.get(name) else None,
-                                     allocatable=_qty(name, have), used=_qty(name, used),
-                                     detail="the claims' devices map node-allocatable resources (KEP-5517): "
-                                            "the scheduler adds them to the pod's own requests"))
-    if reasons:
-        return Status.unschedulable(*reasons, evidence=evidence, unresolvable=unresolvable)
-    return None
+    dra = {name: amount - spec.get(name, 0) for name, amount in demand.items() if amount != spec.get(name, 0)}
+    short = fits_resources(demand, node, dra=True)
+    if not short:
+        return None
+    status = insufficient_status(short, plugin=DynamicResources.NAME, overhead=to_resource(pod.spec.overhead), dra=dra)
+    for e in status.evidence:
+        e.detail = ("the claims' devices map node-allocatable resources (KEP-5517): the scheduler adds them to the "
+                    "pod's own requests")
+    return status
 
 
 def _pod_level_cover(pod, entries) -> Status | None:
@@ -272,15 +261,3 @@ def _pod_level_cover(pod, entries) -> Status | None:
                     return Status.unschedulable(POD_LEVEL_LIMIT.format(resource=name, container=container.name),
                                                 unresolvable=True)
     return None
-
-
-def _qty(name: str, amount: int) -> str:
-    """An amount in the scheduler's unit as a person reads it: cpu in cores or millicores, bytes
-    in binary units where exact (``5Gi``), counts as they are."""
-    from kubectl_dra.quantity import Format, Quantity
-
-    if name == "cpu":
-        return str(Quantity.from_milli(amount))
-    binary = name in ("memory", "ephemeral-storage") or name.startswith("hugepages-")
-    return str(Quantity.from_int(amount, Format.BINARY_SI if binary else Format.DECIMAL_SI))
-

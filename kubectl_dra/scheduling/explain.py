@@ -121,9 +121,16 @@ def explain_scheduling(pod: Pod, inventory: Inventory, profile: Profile | None =
     result.not_evaluated += [NotEvaluated(plugin=name, why=why) for name, why in profile.unmodelled]
     cycle = build_cycle(pod, inventory, profile)
     attempt = run(cycle, plugins)
+    unknown_everywhere = list(result.not_evaluated)  # the profile, the scheduler, the snapshot: every node
     _fill(result, attempt)
-    if result.not_evaluated and result.message is not None:
-        result.message, result.message_known = None, False  # a plugin not run might refuse what is left
+    if unknown_everywhere:
+        # a filter not run (or another scheduler) might refuse what passed here: no fit, no message
+        result.message, result.message_known = None, False
+        for node in result.nodes:
+            if node.fits:
+                node.fits = None
+                node.undetermined = [NotEvaluated(plugin=u.plugin, why=u.why) for u in unknown_everywhere]
+        result.feasible_nodes = []
     if pod.spec.scheduling_gates and result.message_known:
         result.message = GATED
     result.not_evaluated.append(NotEvaluated(plugin="DefaultPreemption", why=PREEMPTION))

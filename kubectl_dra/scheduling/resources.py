@@ -103,6 +103,24 @@ def _requested(resources: Mapping[str, Quantity]) -> Resource:
     return out
 
 
+_SHARED: dict[tuple, Resource] = {}  # one container's request list -> what it counts for (see below)
+
+
+def _requested_shared(resources: Mapping[str, Quantity]) -> Resource:
+    """``_requested`` of a request list made of quantities the model shares (kubectl_dra.model.base
+    keeps one object per text for as long as the process runs, so their ids are stable): the pods
+    of one Deployment count the same, computed once. A copy: the caller may add to it."""
+    from kubectl_dra.model.base import is_shared_quantity
+
+    key = tuple((name, id(q)) for name, q in resources.items())
+    found = _SHARED.get(key)
+    if found is None:
+        found = _requested(resources)
+        if len(_SHARED) < 4096 and all(is_shared_quantity(q) for q in resources.values()):
+            _SHARED[key] = found
+    return dict(found)
+
+
 def format_amount(resource: str, amount: int) -> str:
     """An amount in the scheduler's unit as a person reads it, exactly: cpu as millicores or cores
     (``1500m``, ``2``); byte resources with a binary suffix where one is exact (``3Gi``), else a
@@ -281,7 +299,7 @@ def scheduler_requests(pod: Pod) -> Resource:
         return _requested(cached_pod_requests(pod))
     containers = spec.containers
     if len(containers) == 1:
-        return _requested(containers[0].resources.requests)
+        return _requested_shared(containers[0].resources.requests)
     total: Resources = {}
     for container in containers:
         for name, q in container.resources.requests.items():

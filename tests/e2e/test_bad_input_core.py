@@ -119,8 +119,10 @@ def test_selector_past_the_iteration_budget_is_no_verdict(tmp_path, dra):
         assert result.exit_code == 0, (args, result)
     result = dra("explain", "claim", "llm-70b-gpu-x7k2p", "-n", "ml", "--snapshot", str(snapshot), "-o", "json")
     doc = json.loads(result.stdout)
-    assert [f["code"] for f in doc["findings"]] == ["AllocationUnknown"]  # not Unsatisfiable: no verdict
-    assert "actual cost limit exceeded" in doc["findings"][0]["message"]
+    # not Unsatisfiable: no verdict of ours (Unschedulable is what the scheduler last wrote on the pod, quoted)
+    assert [f["code"] for f in doc["findings"]] == ["Unschedulable", "AllocationUnknown"]
+    assert "the scheduler last wrote" in doc["findings"][0]["message"]
+    assert "actual cost limit exceeded" in doc["findings"][1]["message"]
     assert not doc["allocation"]["feasibleNodes"]
 
 

@@ -90,7 +90,7 @@ def test_a_non_file_in_a_snapshot_directory_is_named_and_the_rest_loads(snapshot
     assert result.returncode == 4, result
     assert result.stderr.decode() == (f"error: {snapshot_dir / 'odd.yaml'}: {said} "
                                       "(only regular files are read from a directory)\n")
-    assert len(result.stdout.splitlines()) == 11  # every claim of the example, nothing lost
+    assert len(result.stdout.splitlines()) == 12  # every claim of the example, nothing lost
 
 
 @pytest.mark.parametrize("args,named", [
@@ -134,7 +134,7 @@ def test_every_read_is_bounded_by_the_documented_limit(tmp_path, snapshot_dir):
     (snapshot_dir / "big.yaml").write_text(yaml.safe_dump(claim("c")) + "#" * largest + "\n")
     inside = run("claims", "-A", "--snapshot", str(snapshot_dir), "-o", "name",
                  env={"KUBECTL_DRA_MAX_FILE_BYTES": str(largest)})
-    assert inside.returncode == 4 and len(inside.stdout.splitlines()) == 11  # the rest loads, c is not in it
+    assert inside.returncode == 4 and len(inside.stdout.splitlines()) == 12  # the rest loads, c is not in it
     assert inside.stderr.decode().startswith(f"error: {snapshot_dir / 'big.yaml'}: is ")
     piped = run("claims", "-A", "--snapshot", "-", input=big.read_bytes(), env=small)
     assert piped.returncode == 3
@@ -241,7 +241,7 @@ def test_a_single_snapshot_file_without_an_object_is_an_error(tmp_path, dra, sna
         return  # an empty file in a directory is no problem
     shutil.copy(bad, snapshot_dir / "bad.yaml")
     inside = dra("claims", "-A", "--snapshot", str(snapshot_dir), "-o", "name")
-    assert inside.exit_code == 4 and len(inside.stdout.splitlines()) == 11
+    assert inside.exit_code == 4 and len(inside.stdout.splitlines()) == 12
     assert inside.stderr == f"error: {snapshot_dir / 'bad.yaml'}: {said}\n"
 
 
@@ -256,7 +256,7 @@ def test_a_corrupt_snapshot_marker_is_a_named_problem(tmp_path, dra, marker, sai
     assert dra("snapshot", "-A", "--snapshot", str(EXAMPLE), "-o", str(out)).exit_code == 0
     (out / MARKER).write_text(marker)
     result = dra("claims", "-A", "--snapshot", str(out), "-o", "name")
-    assert result.exit_code == 4 and len(result.stdout.splitlines()) == 11
+    assert result.exit_code == 4 and len(result.stdout.splitlines()) == 12
     line = one_error(result.stderr)
     assert line.startswith(f"error: {out / MARKER}: ") and said in line
     assert line.endswith("which kinds the snapshot holds is unknown, so a kind missing from it may not have "
