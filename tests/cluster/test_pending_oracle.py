@@ -100,6 +100,8 @@ class Knobs:
     anti: float = 0.2
     apps: tuple = ("web", "web", "db", "batch")
     claim: float = 0.45
+    pod_level: float = 0.5  # pod-level resources (PodLevelResources, beta and on at v1.37.2)
+    overhead: float = 0.5  # a RuntimeClass with a fixed pod overhead
     devices: tuple = (0, 1, 1, 2, 2, 3)
     device_kinds: tuple = ("plain", "memory", "memory", "cpu", "overhead", "mixed")
 
@@ -109,7 +111,8 @@ _QUIET = dict(taint=0.2, effects=("PreferNoSchedule",), tolerate=0.1, selector=0
               node_cpu=("4", "8"), node_memory=("8Gi", "16Gi"), node_pods=(110,), node_scalar=0.0, bound=(0, 1),
               bound_share=(0.05, 0.1), bound_port=0.0, bound_anti=0.0, bound_apps=("batch",),
               cpu=("250m", "500m", "1"), memory=("256Mi", "512Mi", "1Gi"), scalar=0.0, init=0.0, sidecar=0.2,
-              port=0.0, spread=0.0, affinity=0.0, anti=0.0, apps=("web",), claim=0.0, devices=(0,))
+              port=0.0, spread=0.0, affinity=0.0, anti=0.0, apps=("web",), claim=0.0, devices=(0,), pod_level=0.0,
+              overhead=0.0)
 # seed -> theme, round the cycle; every theme but "mixed" quiets the early filters and gives each node a role
 THEMES = ("mixed", "dra", "interpod", "spread", "mixed", "dra", "interpod", "ports", "mixed", "dra", "interpod",
           "spread")
@@ -135,8 +138,16 @@ def scenario(seed: int) -> dict:
     device_class = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": driver},
                     "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{driver}"'}}]}}
     templates, pending = [], []
+    runtime_class = None
+    if rng.random() < knobs.overhead:  # admission copies its overhead into the pod
+        runtime_class = {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass",
+                         "metadata": {"name": f"{PREFIX}-s{seed}-rc"}, "handler": "runc",
+                         "overhead": {"podFixed": {"cpu": rng.choice(["250m", "1"]),
+                                                   "memory": rng.choice(["256Mi", "2Gi"])}}}
     for k in range(1 if rng.random() < 0.75 else 2):
         pod, template = _pending_pod(rng, knobs, ns, f"pending-{k}", names, driver)
+        if runtime_class:
+            pod["spec"]["runtimeClassName"] = runtime_class["metadata"]["name"]
         pending.append(pod)
         if template:
             templates.append(template)
@@ -144,6 +155,7 @@ def scenario(seed: int) -> dict:
         variant = _theme(rng, theme, ns, driver, nodes, slices, bound, pending, templates)
         theme = f"{theme}/{variant}"
     return {"theme": theme, "namespace": ns, "driver": driver, "nodes": nodes, "class": device_class,
+            "runtime": [runtime_class] if runtime_class else [],
             "slices": [s for s in slices if s], "bound": bound, "templates": templates, "pending": pending}
 
 
@@ -350,6 +362,8 @@ def _pending_pod(rng, knobs: Knobs, ns: str, name: str, nodes: list[str], driver
         spec.setdefault("initContainers", []).append(
             {"name": "sidecar", "image": IMAGE, "restartPolicy": "Always",
              "resources": {"requests": {"cpu": rng.choice(["100m", "1"]), "memory": rng.choice(["128Mi", "2Gi"])}}})
+    if rng.random() < knobs.pod_level:  # at least what the containers ask (validation), maybe more
+        spec["resources"] = {"requests": _pod_level(rng, spec)}
     if rng.random() < knobs.selector:
         spec["nodeSelector"] = {"disk": rng.choice(["ssd", "hdd"])}
     if rng.random() < knobs.node_affinity:
@@ -392,6 +406,23 @@ def _pending_pod(rng, knobs: Knobs, ns: str, name: str, nodes: list[str], driver
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns, "labels": labels},
            "spec": spec}
     return pod, template
+
+
+def _mi(text: str) -> int:
+    return int(_gi(text) * 1024)
+
+
+def _pod_level(rng, spec: dict) -> dict:
+    """Pod-level cpu and memory requests: the containers' sum (sidecars included) or the largest
+    init container, whichever is more, plus a random margin."""
+    running = [c for c in spec["containers"] + spec.get("initContainers", []) if c.get("restartPolicy") == "Always"
+               or c in spec["containers"]]
+    inits = [c for c in spec.get("initContainers", []) if c.get("restartPolicy") != "Always"]
+    cpu = max([sum(_milli(c["resources"]["requests"]["cpu"]) for c in running)] +
+              [_milli(c["resources"]["requests"]["cpu"]) for c in inits])
+    memory = max([sum(_mi(c["resources"]["requests"]["memory"]) for c in running)] +
+                 [_mi(c["resources"]["requests"]["memory"]) for c in inits])
+    return {"cpu": f"{cpu + rng.choice([0, 500, 2000])}m", "memory": f"{memory + rng.choice([0, 512, 4096])}Mi"}
 
 
 def _term(rng, nodes: list[str]) -> dict:
@@ -448,11 +479,14 @@ def clean_slate(plane) -> None:
               if s["spec"].get("driver", "").startswith(PREFIX) or s["spec"].get("nodeName") in nodes]
     classes = [c["metadata"]["name"] for c in _items(plane, "/apis/resource.k8s.io/v1/deviceclasses")
                if c["metadata"]["name"].startswith(PREFIX)]
+    runtimes = [c["metadata"]["name"] for c in _items(plane, "/apis/node.k8s.io/v1/runtimeclasses")
+                if c["metadata"]["name"].startswith(PREFIX)]
     paths = [f"/api/v1/namespaces/{p['metadata']['namespace']}/pods/{p['metadata']['name']}" for p in pods]
     paths += [f"/apis/resource.k8s.io/v1/namespaces/{c['metadata']['namespace']}/resourceclaims/"
               f"{c['metadata']['name']}" for c in claims]
     paths += [f"/apis/resource.k8s.io/v1/resourceslices/{s}" for s in slices]
     paths += [f"/apis/resource.k8s.io/v1/deviceclasses/{c}" for c in classes]
+    paths += [f"/apis/node.k8s.io/v1/runtimeclasses/{c}" for c in runtimes]
     paths += [f"/api/v1/nodes/{n}" for n in nodes]
     for path in paths:
         _delete(plane, path)
@@ -518,7 +552,8 @@ def test_the_explainer_writes_the_schedulers_message(plane, dra, tmp_path, capsy
         if _absent(plane, f"/api/v1/namespaces/{ns}"):
             plane.request("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
                                                          "metadata": {"name": ns}})
-        load(plane, [*world["nodes"], world["class"], *world["slices"], *world["bound"], *world["templates"]])
+        load(plane, [*world["runtime"], *world["nodes"], world["class"], *world["slices"], *world["bound"],
+                     *world["templates"]])
         time.sleep(0.5)  # the scheduler's informers see the new nodes and pods
         kubeconfig = str(plane.kubeconfig(tmp_path / f"kubeconfig-{seed}", namespace=ns))
         for pod in world["pending"]:
