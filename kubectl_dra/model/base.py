@@ -66,6 +66,18 @@ def is_overcommit_allowed(name: str) -> bool:
     return native and not name.startswith("hugepages-")
 
 
+def shared_quantity(text: str) -> Quantity | None:
+    """The one object kept for ``text`` when it parses and no resource finds its magnitude a
+    problem (see :func:`is_shared_quantity`); None otherwise, never an exception."""
+    found = _PARSED.get(text)
+    if found is None:
+        try:
+            found = _to_quantity(text)
+        except ValueError:
+            return None
+    return found if id(found) in _FINE else None
+
+
 def is_shared_quantity(q: Quantity) -> bool:
     """Whether ``q`` is the one object kept for its text (alive as long as the process), with no
     magnitude problem for any resource: its id can key a cache."""

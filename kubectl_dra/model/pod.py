@@ -55,12 +55,26 @@ class ContainerPort(View):
 
 
 @view
+class ContainerRestartRule(View):
+    action: str = ""  # Restart | RestartAllContainers (the latter needs a node that declares it)
+
+
+@view
+class VolumeMount(View):
+    name: str = ""
+    mount_path: str = ""
+    bind_mount_options: list[str] = Field(default_factory=list)  # alpha VolumeBindMountOptions
+
+
+@view
 class Container(View):
     name: str
     image: str = ""
     resources: ResourceRequirements = Field(default_factory=ResourceRequirements)
     restart_policy: str | None = None  # "Always" on an init container makes it a sidecar
+    restart_policy_rules: list[ContainerRestartRule] = Field(default_factory=list)
     ports: list[ContainerPort] = Field(default_factory=list)
+    volume_mounts: list[VolumeMount] = Field(default_factory=list)
 
 
 @view
@@ -211,6 +225,8 @@ class PodSpec(View):
     scheduling_gates: list[PodSchedulingGate] = Field(default_factory=list)
     volumes: list[Volume] = Field(default_factory=list)
     host_network: bool = False
+    host_users: bool | None = None  # False: a user namespace
+    ephemeral_containers: list[Container] = Field(default_factory=list)
 
 
 @view

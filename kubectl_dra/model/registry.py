@@ -173,6 +173,9 @@ def parse_page(model: type[KubeObject], data: bytes, api_version: str,
     view tried first on each item; the items it validates are left out (never built as ``model``)."""
     if model.GROUP == OWN_GROUP or split_api_version(api_version)[1] != model.VERSIONS[0]:
         return None  # older versions are normalized first; our own report stays a dict
+    decode = getattr(model, "decode_page", None)
+    if decode is not None:  # a view with its own decoder (model/podcache.py)
+        return decode(data)
     adapter = _PAGES.get((model, skip))
     if adapter is None:
         item = model if skip is None else Annotated[Union[skip, model], Field(union_mode="left_to_right")]

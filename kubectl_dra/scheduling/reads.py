@@ -13,9 +13,10 @@ def scheduling_reads(pod, namespace: str | None = None) -> list:
     from kubectl_dra.kube.reads import ReadRequest
     from kubectl_dra.model.namespace import Namespace
     from kubectl_dra.model.node import Node
-    from kubectl_dra.model.pod import Pod, ScheduledPod
+    from kubectl_dra.model.pod import Pod
+    from kubectl_dra.model.podcache import CachedPod
 
-    requests = [ReadRequest(Node, keep_raw=False), ReadRequest(Pod, keep_raw=False, view=ScheduledPod),
+    requests = [ReadRequest(Node, keep_raw=False), ReadRequest(Pod, keep_raw=False, view=CachedPod),
                 ReadRequest(Namespace, required=False, keep_raw=False)]
     if pod is not None and (pod.spec.resource_claims or pod.status.extended_resource_claim_status):
         requests += _dra_reads(namespace or pod.namespace)
