@@ -100,6 +100,7 @@ class Knobs:
     anti: float = 0.2
     apps: tuple = ("web", "web", "db", "batch")
     claim: float = 0.45
+    pin: float = 0.2
     pod_level: float = 0.5  # pod-level resources (PodLevelResources, beta and on at v1.37.2)
     overhead: float = 0.5  # a RuntimeClass with a fixed pod overhead
     devices: tuple = (0, 1, 1, 2, 2, 3)
@@ -112,6 +113,7 @@ _QUIET = dict(taint=0.2, effects=("PreferNoSchedule",), tolerate=0.1, selector=0
               bound_share=(0.05, 0.1), bound_port=0.0, bound_anti=0.0, bound_apps=("batch",),
               cpu=("250m", "500m", "1"), memory=("256Mi", "512Mi", "1Gi"), scalar=0.0, init=0.0, sidecar=0.2,
               port=0.0, spread=0.0, affinity=0.0, anti=0.0, apps=("web",), claim=0.0, devices=(0,), pod_level=0.0,
+              pin=0.0,
               overhead=0.0)
 # seed -> theme, round the cycle; every theme but "mixed" quiets the early filters and gives each node a role
 THEMES = ("mixed", "dra", "interpod", "spread", "mixed", "dra", "interpod", "ports", "mixed", "dra", "interpod",
@@ -174,7 +176,7 @@ def _theme(rng, theme: str, ns: str, driver: str, nodes: list, slices: list, bou
     that holds all its cpu) or late (the theme's filter refuses it); the pending pods get the
     theme's feature. What the scheduler makes of it is the scheduler's business: nothing here
     predicts the message."""
-    variant = {"dra": "claims", "spread": "hostname", "ports": "hostPort",
+    variant = {"dra": "claims", "spread": rng.choice(["hostname", "hostname", "zone"]), "ports": "hostPort",
                "interpod": rng.choice(["anti", "existing-anti", "affinity"])}[theme]
     for i, node in enumerate(nodes):
         name = node["metadata"]["name"]
@@ -208,7 +210,8 @@ def _theme(rng, theme: str, ns: str, driver: str, nodes: list, slices: list, bou
         spec = pod["spec"]
         pod["metadata"]["labels"] = {"app": "web"}
         if theme == "spread":
-            spec["topologySpreadConstraints"] = [{"maxSkew": 1, "topologyKey": "kubernetes.io/hostname",
+            key = "kubernetes.io/hostname" if variant == "hostname" else "topology.kubernetes.io/zone"
+            spec["topologySpreadConstraints"] = [{"maxSkew": 1, "topologyKey": key,
                                                   "whenUnsatisfiable": "DoNotSchedule",
                                                   "labelSelector": {"matchLabels": {"app": "web"}}}]
         elif theme == "ports":
@@ -369,6 +372,10 @@ def _pending_pod(rng, knobs: Knobs, ns: str, name: str, nodes: list[str], driver
     if rng.random() < knobs.node_affinity:
         spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
             "nodeSelectorTerms": [_term(rng, nodes) for _ in range(rng.choice([1, 1, 2]))]}}}
+    elif rng.random() < knobs.pin:  # one node by name: NodeAffinity's PreFilter narrows the nodes to it
+        spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In",
+                                                    "values": [rng.choice(nodes)]}]}]}}}
     tolerations = []
     for key in TAINT_KEYS:
         if rng.random() < knobs.tolerate:
