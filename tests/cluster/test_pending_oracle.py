@@ -113,8 +113,7 @@ _QUIET = dict(taint=0.2, effects=("PreferNoSchedule",), tolerate=0.1, selector=0
               bound_share=(0.05, 0.1), bound_port=0.0, bound_anti=0.0, bound_apps=("batch",),
               cpu=("250m", "500m", "1"), memory=("256Mi", "512Mi", "1Gi"), scalar=0.0, init=0.0, sidecar=0.2,
               port=0.0, spread=0.0, affinity=0.0, anti=0.0, apps=("web",), claim=0.0, devices=(0,), pod_level=0.0,
-              pin=0.0,
-              overhead=0.0)
+              pin=0.0, overhead=0.0)
 # seed -> theme, round the cycle; every theme but "mixed" quiets the early filters and gives each node a role
 THEMES = ("mixed", "dra", "interpod", "spread", "mixed", "dra", "interpod", "ports", "mixed", "dra", "interpod",
           "spread")
