@@ -186,13 +186,51 @@ class PersistentVolumeClaimVolumeSource(View):
 
 
 @view
+class GCEPersistentDiskVolumeSource(View):
+    pd_name: str = ""
+    read_only: bool = False
+
+
+@view
+class AWSElasticBlockStoreVolumeSource(View):
+    volume_id: str = Field(default="", alias="volumeID")
+
+
+@view
+class ISCSIVolumeSource(View):
+    iqn: str = ""
+    read_only: bool = False
+
+
+@view
+class RBDVolumeSource(View):
+    monitors: list[str] = Field(default_factory=list)
+    pool: str = "rbd"  # API default
+    image: str = ""
+    read_only: bool = False
+
+
+@view
 class Volume(View):
     """A pod volume: the name and the sources the scheduler's volume plugins look at (the other
-    sources, configMap, secret, projected, ..., matter to none of them)."""
+    sources, configMap, secret, projected, ..., matter to none of them); the four disk sources are
+    what VolumeRestrictions compares between pods on a node."""
     name: str = ""
     persistent_volume_claim: PersistentVolumeClaimVolumeSource | None = None
     ephemeral: dict[str, Any] | None = None
     csi: dict[str, Any] | None = None
+    gce_persistent_disk: GCEPersistentDiskVolumeSource | None = None
+    aws_elastic_block_store: AWSElasticBlockStoreVolumeSource | None = None
+    iscsi: ISCSIVolumeSource | None = None
+    rbd: RBDVolumeSource | None = None
+    source: str = ""  # the one key besides name: configMap, csi, awsElasticBlockStore, ...
+
+    @model_validator(mode="before")
+    @classmethod
+    def _source(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "source" not in data:
+            data = {**data, "source": next((k for k in data if k != "name"), "")}
+        return data
 
 
 @view

@@ -67,11 +67,58 @@ class PersistentVolumeClaimSource(_Struct):
     read_only: bool = False
 
 
+class GCEPersistentDisk(_Struct):
+    pd_name: str = ""
+    read_only: bool = False
+
+
+class AWSElasticBlockStore(_Struct):
+    volume_id: str = msgspec.field(default="", name="volumeID")
+
+
+class ISCSI(_Struct):
+    iqn: str = ""
+    read_only: bool = False
+
+
+class RBD(_Struct):
+    monitors: list[str] = []
+    pool: str = "rbd"  # API default
+    image: str = ""
+    read_only: bool = False
+
+
 class Volume(_Struct):
+    """The sources the volume filters read (model/pod.py's Volume): a claim, an ephemeral claim,
+    inline CSI, and the in-tree disks VolumeRestrictions compares and CSI migration translates."""
+
     name: str = ""
     persistent_volume_claim: Optional[PersistentVolumeClaimSource] = None
     ephemeral: Optional[dict[str, Any]] = None
     csi: Optional[dict[str, Any]] = None
+    gce_persistent_disk: Optional[GCEPersistentDisk] = None
+    aws_elastic_block_store: Optional[AWSElasticBlockStore] = None
+    iscsi: Optional[ISCSI] = None
+    rbd: Optional[RBD] = None
+    azure_disk: Optional[dict[str, Any]] = None
+    azure_file: Optional[dict[str, Any]] = None
+    cinder: Optional[dict[str, Any]] = None
+    portworx_volume: Optional[dict[str, Any]] = None
+    vsphere_volume: Optional[dict[str, Any]] = None
+
+    @property
+    def source(self) -> str:
+        """Which of those sources it is ("" for a source no filter reads: configMap, secret, ...)."""
+        for key, field in _SOURCES:
+            if getattr(self, field) is not None:
+                return key
+        return ""
+
+
+_SOURCES = (("persistentVolumeClaim", "persistent_volume_claim"), ("ephemeral", "ephemeral"), ("csi", "csi"),
+            ("gcePersistentDisk", "gce_persistent_disk"), ("awsElasticBlockStore", "aws_elastic_block_store"),
+            ("iscsi", "iscsi"), ("rbd", "rbd"), ("azureDisk", "azure_disk"), ("azureFile", "azure_file"),
+            ("cinder", "cinder"), ("portworxVolume", "portworx_volume"), ("vsphereVolume", "vsphere_volume"))
 
 
 class SchedulingGroup(_Struct):
@@ -86,17 +133,17 @@ class Spec(_Struct):
     priority: Optional[int] = None
     volumes: list[Volume] = []
     scheduling_group: Optional[SchedulingGroup] = None
-    raw_affinity: Optional[msgspec.Raw] = msgspec.field(default=None, name="affinity")
-    raw_resources: Optional[msgspec.Raw] = msgspec.field(default=None, name="resources")
+    raw_affinity: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw, name="affinity")
+    raw_resources: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw, name="resources")
     affinity: Any = msgspec.field(default=None, name="kubectl-dra.io/affinity")  # the pydantic Affinity, when there is one
     resources: Any = msgspec.field(default=None, name="kubectl-dra.io/resources")  # pod-level ResourceRequirements
 
     def __post_init__(self) -> None:
-        if self.raw_affinity is not None:
+        if self.raw_affinity and bytes(self.raw_affinity) != b"null":
             from kubectl_dra.model.pod import Affinity
 
             self.affinity = Affinity.model_validate(msgspec.json.decode(self.raw_affinity))
-        if self.raw_resources is not None:
+        if self.raw_resources and bytes(self.raw_resources) != b"null":
             from kubectl_dra.model.pod import ResourceRequirements
 
             self.resources = ResourceRequirements.model_validate(msgspec.json.decode(self.raw_resources))
@@ -123,11 +170,12 @@ class Status(_Struct):
     resize: Optional[str] = None
     allocated_resources: Optional[dict[str, Quantity]] = None
     resources: Optional[StatusResources] = None
-    raw_claim_statuses: Optional[msgspec.Raw] = msgspec.field(default=None, name="nodeAllocatableResourceClaimStatuses")
+    raw_claim_statuses: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw,
+                                             name="nodeAllocatableResourceClaimStatuses")
     node_allocatable_resource_claim_statuses: Any = msgspec.field(default=(), name="kubectl-dra.io/claimStatuses")
 
     def __post_init__(self) -> None:
-        if self.raw_claim_statuses is not None:
+        if self.raw_claim_statuses and bytes(self.raw_claim_statuses) != b"null":
             from pydantic import TypeAdapter
 
             from kubectl_dra.model.pod import NodeAllocatableClaimStatus

@@ -40,11 +40,13 @@ def models() -> tuple[type[KubeObject], ...]:
     from kubectl_dra.model.claim import ResourceClaim, ResourceClaimTemplate
     from kubectl_dra.model.resource import DeviceClass, DeviceTaintRule, ResourceSlice
     from kubectl_dra.model.scheduling import PodGroup
+    from kubectl_dra.model.storage import (CSIDriver, CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass,
+                                           VolumeAttachment)
     from kubectl_dra.model.workloads import Deployment, Job, ReplicaSet, StatefulSet
 
     return (Pod, Node, ResourceClaim, ResourceClaimTemplate, ResourceSlice, DeviceClass, DeviceTaintRule, PodGroup,
             NodePool, NodeClaim, NodeOverlay, Deployment, ReplicaSet, StatefulSet, Job, NodeEnforcementReportObject,
-            Namespace)
+            Namespace, PersistentVolumeClaim, PersistentVolume, StorageClass, CSINode, CSIDriver, VolumeAttachment)
 
 
 @functools.cache
