@@ -62,8 +62,18 @@ def scheduling_lines(scheduling: Scheduling | None, style: Style) -> list[str]:
     for waiting in scheduling.waiting:
         lines.append(f"  waiting ({waiting.plugin}): {waiting.why}")
     shown = [n for n in scheduling.nodes if n.fits is not True] + [n for n in scheduling.nodes if n.fits]
+    groups: dict[tuple, list[NodeScheduling]] = {}  # nodes refused alike, with nothing more to show, on one line
     for node in shown[:SHOW_NODES]:
-        lines += _node_lines(node, style)
+        lines_of = _node_lines(node, style)
+        key = (node.plugin, tuple(node.reasons)) if node.fits is False and len(lines_of) == 1 else (node.node,)
+        groups.setdefault(key, []).append(node)
+    for key, nodes in groups.items():
+        if len(nodes) == 1 or len(key) == 1:
+            for node in nodes:
+                lines += _node_lines(node, style)
+            continue
+        lines.append(f"  {', '.join(n.node for n in nodes)}  {style('do not fit', 'red')} ({key[0]}): "
+                     f"{', '.join(key[1])}")
     if len(shown) > SHOW_NODES:
         lines.append(f"  ... {len(shown) - SHOW_NODES} more nodes (-o json)")
     for item in scheduling.not_evaluated:

@@ -217,7 +217,8 @@ def _evidence(e: Evidence) -> ReasonEvidence:
 _STEPS = {  # plugin -> what to change, for a person
     "NodeResourcesFit": "the node(s) lack free {resources}: lower the pod's requests, free capacity (pods bound there "
                         "hold it), or add nodes",
-    "DynamicResources": "the claims cannot be had there ({reasons}); see the allocation below",
+    "DynamicResources": "the pod's claims cannot be allocated there ({reasons}); the allocation says device by "
+                        "device why",
     "TaintToleration": "add a toleration for the taint, or remove the taint from the node",
     "NodeAffinity": "no such node matches the pod's nodeSelector / required node affinity: fix the selector or "
                     "label a node",

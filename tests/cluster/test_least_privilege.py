@@ -142,7 +142,8 @@ def test_the_viewer_reads_everything_and_writes_nothing(installed, dra):
                                       user="sre", namespace="ml"))
     mark = plane.audit_mark()
     for args, code in ((["claims", "-A", "-o", "wide"], 0), (["explain", "claim", "eval-gpu", "-n", "default"], 0),
-                       (["explain", "pod", "embedder"], 0), (["explain", "node", "worker-gpu-1"], 0),
+                       (["explain", "pod", "embedder"], 0), (["explain", "pod", "feature-store"], 0),
+                       (["explain", "node", "worker-gpu-1"], 0),
                        (["overlays"], 0), (["verify", "-A"], None), (["taints"], None),
                        (["snapshot", "-A", "-o", str(work / "b")], 0)):
         result = dra(*args, "--kubeconfig", kubeconfig)
