@@ -57,6 +57,7 @@ ZONES = ("zone-a", "zone-b", "zone-c")
 TAINT_KEYS = ("dedicated", "gpu", "maintenance")
 PORTS = (8080, 9090)
 APPS = ("web", "db", "cache")
+FINALIZER = "example.com/hold"
 
 
 def _seeds() -> list[int]:
@@ -101,6 +102,7 @@ class Knobs:
     apps: tuple = ("web", "web", "db", "batch")
     claim: float = 0.45
     pin: float = 0.2
+    cordon: float = 0.1
     pod_level: float = 0.5  # pod-level resources (PodLevelResources, beta and on at v1.37.2)
     overhead: float = 0.5  # a RuntimeClass with a fixed pod overhead
     devices: tuple = (0, 1, 1, 2, 2, 3)
@@ -113,7 +115,7 @@ _QUIET = dict(taint=0.2, effects=("PreferNoSchedule",), tolerate=0.1, selector=0
               bound_share=(0.05, 0.1), bound_port=0.0, bound_anti=0.0, bound_apps=("batch",),
               cpu=("250m", "500m", "1"), memory=("256Mi", "512Mi", "1Gi"), scalar=0.0, init=0.0, sidecar=0.2,
               port=0.0, spread=0.0, affinity=0.0, anti=0.0, apps=("web",), claim=0.0, devices=(0,), pod_level=0.0,
-              pin=0.0, overhead=0.0)
+              pin=0.0, overhead=0.0, cordon=0.0)
 # seed -> theme, round the cycle; every theme but "mixed" quiets the early filters and gives each node a role
 THEMES = ("mixed", "dra", "interpod", "spread", "mixed", "dra", "interpod", "ports", "mixed", "dra", "interpod",
           "spread")
@@ -193,6 +195,8 @@ def _theme(rng, theme: str, ns: str, driver: str, nodes: list, slices: list, bou
             slices[i] = _themed_slice(rng, node, driver, role)
         elif theme == "spread" and role == "late":
             bound += [_small(ns, node, f"{short}-web{j}", "web") for j in range(2)]
+            if rng.random() < 0.25:  # being deleted (a finalizer holds it): spread does not count it
+                _terminating(bound[-1])
         elif theme == "ports" and role == "late":
             bound.append(_small(ns, node, f"{short}-port", "batch",
                                 _container={"ports": [{"containerPort": 80, "hostPort": 8080, "protocol": "TCP"}]}))
@@ -210,15 +214,24 @@ def _theme(rng, theme: str, ns: str, driver: str, nodes: list, slices: list, bou
         pod["metadata"]["labels"] = {"app": "web"}
         if theme == "spread":
             key = "kubernetes.io/hostname" if variant == "hostname" else "topology.kubernetes.io/zone"
-            spec["topologySpreadConstraints"] = [{"maxSkew": 1, "topologyKey": key,
-                                                  "whenUnsatisfiable": "DoNotSchedule",
-                                                  "labelSelector": {"matchLabels": {"app": "web"}}}]
+            constraint = {"maxSkew": 1, "topologyKey": key, "whenUnsatisfiable": "DoNotSchedule",
+                          "labelSelector": {"matchLabels": {"app": "web"}}}
+            if rng.random() < 0.3:  # tainted nodes leave the domains
+                constraint["nodeTaintsPolicy"] = "Honor"
+            if rng.random() < 0.25:  # fewer domains than that: the global minimum counts as 0
+                constraint["minDomains"] = rng.choice([2, 4, 6])
+            if rng.random() < 0.25:  # merged into the selector from the pod's own labels
+                constraint["labelSelector"] = {}
+                constraint["matchLabelKeys"] = ["app"]
+            spec["topologySpreadConstraints"] = [constraint]
         elif theme == "ports":
             spec["containers"][0]["ports"] = [{"containerPort": 80, "hostPort": 8080, "protocol": "TCP"}]
         elif theme == "interpod" and variant != "existing-anti":
             kind, app = ("podAntiAffinity", "db") if variant == "anti" else ("podAffinity", "cache")
-            spec.setdefault("affinity", {})[kind] = {"requiredDuringSchedulingIgnoredDuringExecution": [{
-                "labelSelector": {"matchLabels": {"app": app}}, "topologyKey": "kubernetes.io/hostname"}]}
+            term = {"labelSelector": {"matchLabels": {"app": app}}, "topologyKey": "kubernetes.io/hostname"}
+            if rng.random() < 0.3:  # every namespace's pods (the scheduler reads the namespaces' labels)
+                term["namespaceSelector"] = {}
+            spec.setdefault("affinity", {})[kind] = {"requiredDuringSchedulingIgnoredDuringExecution": [term]}
         elif theme == "dra" and not spec.get("resourceClaims"):
             name = pod["metadata"]["name"]
             templates.append({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
@@ -282,6 +295,8 @@ def _node(rng, knobs: Knobs, name: str) -> dict:
             taints.append({"key": key, "value": rng.choice(["a", "b"]), "effect": rng.choice(knobs.effects)})
     if taints:
         node["spec"] = {"taints": taints}
+    if rng.random() < knobs.cordon:  # spec.unschedulable (no node lifecycle controller adds its taint)
+        node.setdefault("spec", {})["unschedulable"] = True
     return node
 
 
@@ -340,7 +355,15 @@ def _bound_pod(rng, knobs: Knobs, ns: str, node: dict, j: int) -> dict:
            "spec": spec}
     if rng.random() < 0.1:  # finished: the scheduler's cache leaves it out
         pod["status"] = {"phase": "Succeeded"}
+    elif rng.random() < 0.08:  # being deleted: still counted where the cache counts it
+        _terminating(pod)
     return pod
+
+
+def _terminating(pod: dict) -> None:
+    """The loader creates the pod, then deletes it; the finalizer keeps it (clean_slate lifts it)."""
+    pod["metadata"]["finalizers"] = [FINALIZER]
+    pod["metadata"]["deletionTimestamp"] = "2026-11-20T08:00:00Z"
 
 
 def _pending_pod(rng, knobs: Knobs, ns: str, name: str, nodes: list[str], driver: str) -> tuple[dict, dict | None]:
@@ -488,6 +511,10 @@ def clean_slate(plane) -> None:
     runtimes = [c["metadata"]["name"] for c in _items(plane, "/apis/node.k8s.io/v1/runtimeclasses")
                 if c["metadata"]["name"].startswith(PREFIX)]
     paths = [f"/api/v1/namespaces/{p['metadata']['namespace']}/pods/{p['metadata']['name']}" for p in pods]
+    for pod, path in zip(pods, paths):
+        if FINALIZER in (pod["metadata"].get("finalizers") or []):
+            plane.request("PATCH", path, {"metadata": {"finalizers": None}},
+                          content_type="application/merge-patch+json")
     paths += [f"/apis/resource.k8s.io/v1/namespaces/{c['metadata']['namespace']}/resourceclaims/"
               f"{c['metadata']['name']}" for c in claims]
     paths += [f"/apis/resource.k8s.io/v1/resourceslices/{s}" for s in slices]
