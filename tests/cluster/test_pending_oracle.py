@@ -655,5 +655,5 @@ def test_the_explainer_writes_the_schedulers_message(plane, dra, tmp_path, capsy
         assert all(refusals[p] >= 2 for p in COVERED), refusals
 
 
-COVERED = ("TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity",
-           "DynamicResources", "DynamicResources: Insufficient memory (node-allocatable mapping)")
+COVERED = ("NodeUnschedulable", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit",
+           "PodTopologySpread", "InterPodAffinity", "DynamicResources", "DynamicResources: Insufficient memory (node-allocatable mapping)")
