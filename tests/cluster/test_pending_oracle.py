@@ -656,4 +656,5 @@ def test_the_explainer_writes_the_schedulers_message(plane, dra, tmp_path, capsy
 
 
 COVERED = ("NodeUnschedulable", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit",
-           "PodTopologySpread", "InterPodAffinity", "DynamicResources", "DynamicResources: Insufficient memory (node-allocatable mapping)")
+           "PodTopologySpread", "InterPodAffinity", "DynamicResources",
+           "DynamicResources: Insufficient memory (node-allocatable mapping)")
