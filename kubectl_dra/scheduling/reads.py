@@ -20,10 +20,26 @@ def scheduling_reads(pod, namespace: str | None = None) -> list:
                 ReadRequest(Namespace, required=False, keep_raw=False)]
     if pod is not None and (pod.spec.resource_claims or pod.status.extended_resource_claim_status):
         requests += _dra_reads(namespace or pod.namespace)
+    elif pod is not None and _asks_scalar_resource(pod):
+        from kubectl_dra.model.resource import DeviceClass
+
+        # NodeResourcesFit asks whether a DeviceClass provides a scalar resource (extended, huge
+        # pages) a node does not advertise (shouldDelegateResourceToDRA, noderesources/fit.go):
+        # without the classes every such node would be undetermined
+        requests.append(ReadRequest(DeviceClass, required=False, keep_raw=False))
     if pod is not None and any(v.persistent_volume_claim is not None or v.ephemeral is not None
                                for v in pod.spec.volumes):
         requests += _volume_reads(namespace or pod.namespace)
     return requests
+
+
+def _asks_scalar_resource(pod) -> bool:
+    from kubectl_dra.scheduling.resources import is_scalar_resource_name
+
+    requirements = [c.resources for c in pod.all_containers()]
+    if pod.spec.resources is not None:
+        requirements.append(pod.spec.resources)
+    return any(is_scalar_resource_name(name) for r in requirements for name in (*r.requests, *r.limits))
 
 
 def _dra_reads(namespace: str | None) -> list:
