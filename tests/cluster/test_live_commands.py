@@ -83,7 +83,7 @@ def test_snapshot_round_trip(example_cluster, dra, tmp_path):
     assert len(events) == len({e["objectRef"]["resource"] for e in events}), "one list call per kind"
     listed = {line.split()[0]: line.split()[1] for line in result.stdout.splitlines()[1:]}
     assert (listed["ResourceClaim"], listed["Pod"], listed["ResourceSlice"], listed["NodeOverlay"]) == (
-        "11", "14", "4", "3")  # the example: 11 claims, 14 pods (3 pending)
+        "12", "15", "5", "3")  # the example: 12 claims, 15 pods (4 pending), 5 slices
     saved = yaml.safe_load((out / "resourceclaims.resource.k8s.io.yaml").read_text())
     live = plane.request("GET", "/apis/resource.k8s.io/v1/resourceclaims")
     assert sorted(i["metadata"]["uid"] for i in saved["items"]) == sorted(i["metadata"]["uid"] for i in live["items"])
