@@ -14,15 +14,11 @@ never matches, the valid ones still may: the scheduler's NodeAffinity filter).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-_INT = re.compile(r"[+-]?[0-9]+", re.ASCII)  # strconv.ParseInt(s, 10, 64) syntax
-_INT64 = 2**63
-_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]", re.ASCII)
-_DNS1123 = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*", re.ASCII)
-_LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?", re.ASCII)
+from kubectl_dra.scheduling.labels import label_value_errors, parse_int64, qualified_name_errors
+
 LABEL_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
 FIELD_OPERATORS = ("In", "NotIn")
 
@@ -31,25 +27,14 @@ class NodeSelectorError(ValueError):
     """The selector cannot be evaluated (the scheduler fails on it the same way)."""
 
 
-def _int(text: str) -> int | None:
-    if not _INT.fullmatch(text):
-        return None
-    value = int(text)
-    return value if -_INT64 <= value < _INT64 else None
-
-
 def label_key_valid(key: str) -> bool:
-    """apimachinery ``content.IsLabelKey``: an optional DNS-1123 subdomain prefix and '/', then a
-    name of at most 63 characters."""
-    prefix, slash, name = key.rpartition("/")
-    if slash and (not prefix or "/" in prefix or len(prefix) > 253 or not _DNS1123.fullmatch(prefix)):
-        return False
-    return 0 < len(name) <= 63 and bool(_NAME.fullmatch(name))
+    """apimachinery ``content.IsLabelKey`` (one implementation: kubectl_dra/scheduling/labels.py)."""
+    return not qualified_name_errors(key)
 
 
 def label_value_valid(value: str) -> bool:
-    """apimachinery ``IsValidLabelValue``: empty, or at most 63 characters of the label alphabet."""
-    return len(value) <= 63 and bool(_LABEL_VALUE.fullmatch(value))
+    """apimachinery ``IsValidLabelValue``."""
+    return not label_value_errors(value)
 
 
 @dataclass(frozen=True)
@@ -88,7 +73,7 @@ def _check(requirement: Any, where: str, fields: bool) -> Requirement:
         raise NodeSelectorError(f"{where}.values: must be non-empty for {operator}")
     if operator in ("Exists", "DoesNotExist") and values:
         raise NodeSelectorError(f"{where}.values: must be empty for {operator}")
-    if operator in ("Gt", "Lt") and (len(values) != 1 or _int(values[0]) is None):
+    if operator in ("Gt", "Lt") and (len(values) != 1 or parse_int64(values[0]) is None):
         raise NodeSelectorError(f"{where}.values: {operator} needs exactly one integer value")
     bad = [v for v in values if not label_value_valid(v)]
     if bad:  # NewRequirement checks every value, Gt/Lt bounds too: "-1" is not a label value
@@ -108,7 +93,7 @@ def label_requirement_matches(req: Requirement, labels: Mapping[str, str]) -> bo
         return present
     if operator == "DoesNotExist":
         return not present
-    value = _int(labels[key]) if present else None
+    value = parse_int64(labels[key]) if present else None
     if value is None:
         return False
     bound = int(values[0])
