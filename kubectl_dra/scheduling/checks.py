@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubectl_dra.scheduling.framework import Evidence, Status
+from kubectl_dra.scheduling.framework import SKIP, Evidence, Status
 
 
 def unreadable(obj: Any, *prefixes: str) -> list[str]:
@@ -26,6 +26,20 @@ def undetermined(plugin: str, whose: str, paths: list[str]) -> Status:
     status = Status.unknown(f"{plugin}: {whose} {', '.join(paths)} could not be read")
     status.plugin = plugin
     return status
+
+
+def resize_pre_filter(plugin: str, pod: Any) -> Status | None:
+    """The PreFilter step the basic plugins share under InPlacePodVerticalScalingSchedulerPreemption
+    (alpha, off in 1.37): Skip for a pod whose resize is deferred; "cannot tell" when its conditions
+    could not be read; None to go on."""
+    bad = unreadable(pod, "status.conditions")
+    if bad:
+        return undetermined(plugin, "the pod's", bad)
+    if resize_deferred(pod):
+        status = Status(SKIP)
+        status.plugin = plugin
+        return status
+    return None
 
 
 def resize_deferred(pod: Any) -> bool:

@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from kubectl_dra.scheduling.checks import rejected, resize_deferred, undetermined, unreadable
+from kubectl_dra.scheduling.checks import rejected, resize_deferred, resize_pre_filter, undetermined, unreadable
 from kubectl_dra.scheduling.framework import SKIP, Cycle, NodeInfo, Plugin, PreFilterResult, Status
 
 NAME = "NodeDeclaredFeatures"
@@ -110,12 +110,8 @@ class NodeDeclaredFeatures(Plugin):
 
     def pre_filter(self, cycle: Cycle) -> PreFilterResult:
         pod = cycle.pod.pod
-        if self.resize_preemption:
-            bad = unreadable(pod, "status.conditions")
-            if bad:
-                return PreFilterResult(status=undetermined(NAME, "the pod's", bad))
-            if resize_deferred(pod):
-                return PreFilterResult(status=self._status(Status(SKIP)))
+        if self.resize_preemption and (early := resize_pre_filter(NAME, pod)) is not None:
+            return PreFilterResult(status=early)
         if not self.enabled:
             return PreFilterResult(status=self._status(Status(SKIP)))
         bad = [p for p in unreadable(pod, *_POD_FIELDS) if _READ.fullmatch(p)]

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from kubectl_dra.pools.nodeselector import NodeSelectorError, Term, parse_terms
-from kubectl_dra.scheduling.checks import rejected, resize_deferred, undetermined, unreadable
+from kubectl_dra.scheduling.checks import rejected, resize_deferred, resize_pre_filter, undetermined, unreadable
 from kubectl_dra.scheduling.framework import SKIP, UNRESOLVABLE, Cycle, NodeInfo, Plugin, PreFilterResult, Status
 
 NAME = "NodeAffinity"
@@ -138,12 +138,8 @@ class NodeAffinity(Plugin):
 
     def pre_filter(self, cycle: Cycle) -> PreFilterResult:
         pod = cycle.pod.pod
-        if self.resize_preemption:
-            bad = unreadable(pod, "status.conditions")
-            if bad:
-                return PreFilterResult(status=undetermined(NAME, "the pod's", bad))
-            if resize_deferred(pod):
-                return PreFilterResult(status=self._status(Status(SKIP)))
+        if self.resize_preemption and (early := resize_pre_filter(NAME, pod)) is not None:
+            return PreFilterResult(status=early)
         try:
             state = _state(cycle)
         except _Undetermined as why:

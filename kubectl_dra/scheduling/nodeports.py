@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable
 
-from kubectl_dra.scheduling.checks import rejected, resize_deferred, undetermined, unreadable
+from kubectl_dra.scheduling.checks import rejected, resize_deferred, resize_pre_filter, undetermined, unreadable
 from kubectl_dra.scheduling.framework import SKIP, Cycle, NodeInfo, Plugin, PodInfo, PreFilterResult, Status
 
 NAME = "NodePorts"
@@ -68,12 +68,8 @@ class NodePorts(Plugin):
 
     def pre_filter(self, cycle: Cycle) -> PreFilterResult:
         pod = cycle.pod.pod
-        if self.resize_preemption:
-            bad = unreadable(pod, "status.conditions")
-            if bad:
-                return PreFilterResult(status=undetermined(NAME, "the pod's", bad))
-            if resize_deferred(pod):
-                return PreFilterResult(status=self._status(Status(SKIP)))
+        if self.resize_preemption and (early := resize_pre_filter(NAME, pod)) is not None:
+            return PreFilterResult(status=early)
         bad = port_fields_unreadable(pod)
         if bad:
             return PreFilterResult(status=undetermined(NAME, "the pod's", bad))

@@ -11,8 +11,8 @@ from typing import Any, Iterable
 
 from kubectl_dra.model.node import Taint
 from kubectl_dra.model.pod import Toleration
-from kubectl_dra.scheduling.checks import rejected, resize_deferred, undetermined, unreadable
-from kubectl_dra.scheduling.framework import SKIP, Cycle, NodeInfo, Plugin, PreFilterResult, Status
+from kubectl_dra.scheduling.checks import rejected, resize_deferred, resize_pre_filter, undetermined, unreadable
+from kubectl_dra.scheduling.framework import Cycle, NodeInfo, Plugin, PreFilterResult, Status
 
 # pkg/scheduler/framework/plugins/tainttoleration/taint_toleration.go (Filter writes this literal;
 # its ErrReasonNotMatch constant, "node(s) had taints that the pod didn't tolerate", is unused)
@@ -82,12 +82,8 @@ class TaintToleration(Plugin):
 
     def pre_filter(self, cycle: Cycle) -> PreFilterResult:
         pod = cycle.pod.pod
-        if self.resize_preemption:
-            bad = unreadable(pod, "status.conditions")
-            if bad:
-                return PreFilterResult(status=undetermined(self.NAME, "the pod's", bad))
-            if resize_deferred(pod):
-                return PreFilterResult(status=Status(SKIP))
+        if self.resize_preemption and (early := resize_pre_filter(self.NAME, pod)) is not None:
+            return PreFilterResult(status=early)
         return PreFilterResult()
 
     def filter(self, cycle: Cycle, state: Any, node: NodeInfo) -> Status:
