@@ -19,7 +19,8 @@ from typing import Any, ClassVar, Optional
 
 import msgspec
 
-from kubectl_dra.model.base import shared_quantity
+from kubectl_dra.model.base import KubeObject, adapter, shared_quantity
+from kubectl_dra.model.pod import Affinity, NodeAllocatableClaimStatus, Pod, ResourceRequirements
 from kubectl_dra.quantity import Quantity
 
 
@@ -140,12 +141,8 @@ class Spec(_Struct):
 
     def __post_init__(self) -> None:
         if self.raw_affinity and bytes(self.raw_affinity) != b"null":
-            from kubectl_dra.model.pod import Affinity
-
             self.affinity = Affinity.model_validate(msgspec.json.decode(self.raw_affinity))
         if self.raw_resources and bytes(self.raw_resources) != b"null":
-            from kubectl_dra.model.pod import ResourceRequirements
-
             self.resources = ResourceRequirements.model_validate(msgspec.json.decode(self.raw_resources))
 
 
@@ -176,12 +173,8 @@ class Status(_Struct):
 
     def __post_init__(self) -> None:
         if self.raw_claim_statuses and bytes(self.raw_claim_statuses) != b"null":
-            from pydantic import TypeAdapter
-
-            from kubectl_dra.model.pod import NodeAllocatableClaimStatus
-
-            self.node_allocatable_resource_claim_statuses = TypeAdapter(
-                list[NodeAllocatableClaimStatus]).validate_python(msgspec.json.decode(self.raw_claim_statuses))
+            self.node_allocatable_resource_claim_statuses = adapter(list[NodeAllocatableClaimStatus]).validate_python(
+                msgspec.json.decode(self.raw_claim_statuses))
 
 
 class Metadata(_Struct):
@@ -205,30 +198,14 @@ class CachedPod(_Struct):
     spec: Spec = msgspec.field(default_factory=Spec)
     status: Status = msgspec.field(default_factory=Status)
 
-    @property
-    def name(self) -> str:
-        return self.metadata.name
-
-    @property
-    def namespace(self) -> str | None:
-        return self.metadata.namespace
-
-    @property
-    def uid(self) -> str:
-        return self.metadata.uid
-
-    @property
-    def key(self) -> str:
-        return f"{self.metadata.namespace}/{self.metadata.name}"
-
-    @property
-    def node_name(self) -> str | None:
-        return self.spec.node_name
-
-    @property
-    def is_done(self) -> bool:
-        return self.status.phase in ("Succeeded", "Failed") or \
-            (self.metadata.deletion_timestamp is not None and not self.spec.node_name)
+    # the same accessors as the pydantic views (KubeObject, Pod): they read only fields this view has
+    name = KubeObject.name
+    namespace = KubeObject.namespace
+    uid = KubeObject.uid
+    key = KubeObject.key
+    node_name = Pod.node_name
+    is_done = Pod.is_done
+    all_containers = Pod.all_containers
 
     invalid_fields: ClassVar[tuple] = ()  # a page with anything invalid is never decoded into this view
 
@@ -238,15 +215,9 @@ class CachedPod(_Struct):
     def invalid_under(self, *prefixes: str) -> list[str]:
         return []
 
-    def all_containers(self):
-        yield from self.spec.init_containers
-        yield from self.spec.containers
-
     @classmethod
     def from_raw(cls, raw: dict, keep_raw: bool = True):
         """The tolerant path: a full :class:`Pod`, with its invalid fields recorded."""
-        from kubectl_dra.model.pod import Pod
-
         return Pod.from_raw(raw, keep_raw)
 
     @classmethod
