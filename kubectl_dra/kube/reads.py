@@ -19,7 +19,7 @@ class ReadRequest:
     keep: Callable[[KubeObject], bool] | None = None  # only objects the command reports on are held
     # a view that validates only objects ``keep`` would drop (tried first, so those are never built in full)
     skip: type | None = None
-    # a lighter view of the same kind to parse a server's list into (e.g. ScheduledPod for Pod: 100,000
+    # a lighter view of the same kind to parse a server's list into (e.g. CachedPod for Pod: 100,000
     # pods read for their requests only); a snapshot holds the full objects and yields those
     view: type[KubeObject] | None = None
 

@@ -77,7 +77,7 @@ class Inventory:
 
     def every(self, kind: str) -> list:
         """Every object of ``kind`` whatever view it was read into (a Pod fetched in full and the
-        rest of the cluster's pods as ScheduledPod), each (namespace, name) once, the full view first."""
+        rest of the cluster's pods as CachedPod), each (namespace, name) once, the full view first."""
         seen: set[tuple[str | None, str]] = set()
         out = []
         buckets = sorted((m for m in self._by_type if m.KIND == kind), key=lambda m: m.__name__ != kind)
