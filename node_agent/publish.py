@@ -24,6 +24,7 @@ from kubectl_dra.text import plural
 GROUP, VERSION, PLURAL = "kubectl-dra.io", "v1alpha1", "nodeenforcementreports"
 REPORTS_PATH = f"/apis/{GROUP}/{VERSION}/{PLURAL}"
 CONTROLLER = "kubectl-dra.io/node-agent"
+ERROR_STAGES = ("scan", "publish", "internal")  # dra_agent_scan_errors_total{stage}: node_agent.service counts them
 
 
 class Metrics:
@@ -42,6 +43,8 @@ class Metrics:
                                   buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10))
         self.errors = Counter("dra_agent_scan_errors_total", "Failed scans or publications by stage",
                               ["node", "stage"], registry=self.registry)
+        for stage in ERROR_STAGES:  # from 0, so the first failure is an increase() and not a new series
+            self.errors.labels(node, stage)
         self.claim_findings = Gauge("dra_agent_claim_findings", "Findings about DRA claims on this node (the kubelet's "
                                     "checkpoint, CDI specs, PodResources against the API), by claim and code",
                                     ["node", "namespace", "claim", "code", "severity"], registry=self.registry)
@@ -49,6 +52,13 @@ class Metrics:
                              "(0) or unreadable or corrupt (-1)", ["node", "source"], registry=self.registry)
         self.last_scan = Gauge("dra_agent_last_scan_timestamp_seconds", "When the last scan finished",
                                ["node"], registry=self.registry)
+        # a scan that succeeds says nothing about the report object: the write can fail (RBAC, the
+        # CRD missing, the API server away) while scans go on, and `kubectl dra verify` then reads a
+        # stale report. 0 until the first write; absent when the agent does not publish (--no-publish).
+        self.last_publish = Gauge("dra_agent_last_publish_timestamp_seconds",
+                                  "When the NodeEnforcementReport object was last known current: written, or "
+                                  "unchanged since the agent's last write (0: not written yet)",
+                                  ["node"], registry=self.registry)
         self.registry.register(_ProcessCollector())
 
     def record(self, report: NodeEnforcementReport, seconds: float) -> None:
@@ -89,6 +99,11 @@ class Publisher:
         self._published_key = None
         self._published_at = 0.0
         self._events: set[str] = set()
+
+    def current(self, report: NodeEnforcementReport) -> bool:
+        """Whether the object in the API holds this report's content (this agent's last write had
+        the same divergence key); False while a changed report waits for ``min_interval``."""
+        return self._published_key is not None and report.divergence_key() == self._published_key
 
     def report(self, report: NodeEnforcementReport, *, force: bool = False) -> bool:
         """Create or update the report; returns whether anything was written."""

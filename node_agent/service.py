@@ -179,6 +179,8 @@ class Agent:
         self.env = env or Environment()
         self.fs = CgroupFS(config.cgroup_root, config.sys_root)
         self.metrics = Metrics(config.node)
+        if config.publish:
+            self.metrics.last_publish.labels(config.node).set(0)  # publishing, nothing written yet
         self.report: NodeEnforcementReport | None = None
         self.predictions: dict = {}  # scan's cache: unchanged pods are not predicted again
         self.said: set[str] = set()  # warnings already logged
@@ -236,9 +238,12 @@ class Agent:
                 self.publisher = Publisher(self.session, self.config.node, node.uid if node else None)
             try:
                 self.publisher.report(report)
+                if self.publisher.current(report):
+                    self.metrics.last_publish.labels(self.config.node).set(time.time())
                 self.publisher.events(report)
-            except ApiError:
+            except ApiError as exc:
                 self.metrics.errors.labels(self.config.node, "publish").inc()
+                exc.agent_stage_counted = True  # the loop must not count it again as a "scan" error
                 raise
         return report
 
@@ -287,8 +292,9 @@ class Agent:
                 backoff = 1.0
                 wait = self.config.interval
             except Exception as exc:  # noqa: BLE001 - even a bug must not crash-loop the DaemonSet and lose the report
-                stage = "scan" if isinstance(exc, DRAError) else "internal"
-                self.metrics.errors.labels(self.config.node, stage).inc()
+                if not getattr(exc, "agent_stage_counted", False):
+                    stage = "scan" if isinstance(exc, DRAError) else "internal"
+                    self.metrics.errors.labels(self.config.node, stage).inc()
                 self.env.error(self._failure(exc))
                 wait = backoff
                 backoff = min(backoff * 2, MAX_BACKOFF)

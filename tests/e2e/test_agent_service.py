@@ -103,3 +103,49 @@ def test_an_unexpected_error_in_a_scan_neither_stops_the_loop_nor_loses_the_repo
         monkeypatch.setattr(service, "scan", real)
         until(lambda: agent.report is not last)
     assert agent.report is not last and agent.report.status.summary.diverged == 1
+
+
+def sample(agent, name: str, **labels) -> float | None:
+    return agent.metrics.registry.get_sample_value(name, {"node": NODE, **labels})
+
+
+def test_last_publish_says_when_the_report_object_was_last_current(agent):
+    """dra_agent_last_publish_timestamp_seconds (the DRANodeAgentNotPublishing alert): 0 before the
+    first write, the write's time after it, moved on by a scan whose report is unchanged (the object
+    is still current), and left alone when the write fails while scans go on."""
+    agent, server = agent
+    assert sample(agent, "dra_agent_last_publish_timestamp_seconds") == 0
+    before = time.time()
+    agent.scan_once()
+    written = sample(agent, "dra_agent_last_publish_timestamp_seconds")
+    assert server.get("nodeenforcementreports", NODE) is not None and before <= written <= time.time()
+    agent.scan_once()  # nothing changed: nothing written, the object is still current
+    assert sample(agent, "dra_agent_last_publish_timestamp_seconds") >= written
+    server.serve("kubectl-dra.io", [])  # the CRD goes away: the report cannot be written
+    agent.publisher = None  # as after a restart: a new publisher writes again
+    stuck = sample(agent, "dra_agent_last_publish_timestamp_seconds")
+    with pytest.raises(ApiError):
+        agent.scan_once()
+    assert sample(agent, "dra_agent_last_publish_timestamp_seconds") == stuck
+    assert sample(agent, "dra_agent_last_scan_timestamp_seconds") > stuck  # the scan itself went on
+
+
+def test_a_failed_write_counts_as_one_publish_error_not_also_a_scan_error(agent):
+    """Every stage's counter exists from 0 (so the first failure is an increase, which the
+    DRANodeAgentScanErrors alert sees), and a failed write counts once, under "publish"."""
+    agent, server = agent
+    assert [sample(agent, "dra_agent_scan_errors_total", stage=s) for s in ("scan", "publish", "internal")] == [0, 0, 0]
+    server.serve("kubectl-dra.io", [])
+    agent.config.interval = 0.05
+    with looping(agent):
+        until(lambda: sample(agent, "dra_agent_scan_errors_total", stage="publish") >= 2)
+    assert sample(agent, "dra_agent_scan_errors_total", stage="publish") >= 2
+    assert sample(agent, "dra_agent_scan_errors_total", stage="scan") == 0
+
+
+def test_an_agent_that_does_not_publish_has_no_publish_timestamp(tmp_path, make_apiserver, kubeconfig_for):
+    """--no-publish: the series is absent, so the not-publishing alert cannot fire for it."""
+    server = make_apiserver([NODE_OBJECT])
+    config = AgentConfig(node=NODE, cgroup_root=str(tmp_path), listen="127.0.0.1:0", publish=False)
+    agent = Agent(config, KubeOptions(kubeconfig=str(kubeconfig_for(server))))
+    assert sample(agent, "dra_agent_last_publish_timestamp_seconds") is None
