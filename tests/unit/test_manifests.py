@@ -26,8 +26,11 @@ def documents(path: Path) -> list[dict]:
 
 
 def all_objects() -> list[tuple[Path, dict]]:
+    """Kubernetes' own kinds; the prometheus-operator's (components/monitoring) are checked against
+    that project's CRD schemas in tests/e2e/test_monitoring.py."""
     return [(p, d) for p in sorted(MANIFESTS.rglob("*.yaml")) for d in documents(p)
-            if d.get("kind") not in ("Kustomization", "Component")]
+            if d.get("kind") not in ("Kustomization", "Component")
+            and not d.get("apiVersion", "").startswith("monitoring.coreos.com/")]
 
 
 def by_kind(kind: str, name: str | None = None) -> dict:
