@@ -273,7 +273,8 @@ def test_the_component_renders_with_the_agent(tmp_path):
 
     kubectl = kubectl_path()
     if kubectl is None:
-        pytest.skip("no kubectl: neither the built v1.37.2 one nor one on PATH")
+        (pytest.fail if REQUIRED else pytest.skip)("no kubectl: neither the built v1.37.2 one (scripts/build-control-plane) "
+                                                   "nor one on PATH")
     overlay = tmp_path / "overlay"
     overlay.mkdir()
     (overlay / "kustomization.yaml").write_text(yaml.safe_dump({
@@ -424,3 +425,63 @@ def test_the_promtool_unit_tests_feed_series_shaped_as_the_agent_emits_them(real
                         assert labels[label] in allowed, item["series"]
                 checked += 1
     assert checked >= 10
+
+
+def render(template: str, labels: dict[str, str], value: float) -> str:
+    """The two template forms the annotations use, as Prometheus fills them in."""
+    text = re.sub(r"\{\{ \$labels\.(\w+) \}\}", lambda m: labels[m.group(1)], template)
+    text = text.replace("{{ $value }}", f"{value:g}")
+    assert "{{" not in text, text
+    return text
+
+
+def test_the_alerts_fire_on_a_real_agents_series_and_only_where_they_should(promtool, real_agent, tmp_path):
+    """A real agent's whole scrape (a diverged pod, a claim finding, a healthy scan and write) fed
+    to promtool as it would reach Prometheus through the PodMonitor: the divergence and the finding
+    alert with their real labels, and nothing else does."""
+    agent, base, report = real_agent
+    code, text = get(base + "/metrics")
+    target = {"job": "dra-node-agent", "instance": "10.244.1.7:8080", "container": "agent", "endpoint": "http",
+              "namespace": "kubectl-dra-system", "pod": "dra-node-agent-4xk2p", "node": NODE}
+    inputs = [{"series": 'up{%s}' % ",".join(f"{k}={json.dumps(v)}" for k, v in sorted(target.items())),
+               "values": "1x40"}]
+    divergences, findings = [], []
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            labels = {**target, **sample.labels}  # honorLabels: the agent's own labels win
+            timestamp = sample.name.endswith("_timestamp_seconds")
+            inputs.append({"series": "%s{%s}" % (sample.name, ",".join(f"{k}={json.dumps(v)}" for k, v in sorted(labels.items()))),
+                           # a timestamp follows the evaluation clock (one scan and write a minute)
+                           "values": "0+60x40" if timestamp else f"{sample.value:g}x40"})
+            if sample.name == "dra_agent_pod_divergences":
+                divergences.append((sample.labels, sample.value))
+            elif sample.name == "dra_agent_claim_findings":
+                findings.append((sample.labels, sample.value))
+    rule = {r["alert"]: r for r in rules()}
+
+    def expected(alert: str, samples, keys) -> list[dict]:
+        groups: dict[tuple, float] = {}
+        for labels, value in samples:
+            if labels["severity"] == "info" or labels.get("cause") in UNKNOWN_CAUSES:
+                continue
+            key = tuple(labels[k] for k in keys)
+            groups[key] = max(groups.get(key, value), value)
+        alerts = []
+        for key, value in groups.items():
+            labels = dict(zip(keys, key))
+            annotations = {k: render(v, labels, value) for k, v in rule[alert]["annotations"].items()}
+            alerts.append({"exp_labels": {**labels, "severity": "critical" if labels["severity"] == "error" else "warning"},
+                           "exp_annotations": annotations})
+        return alerts
+
+    firing = {"DRAEnforcementDiverged": expected("DRAEnforcementDiverged", divergences,
+                                                ("node", "namespace", "pod", "cause", "severity")),
+              "DRAClaimFindings": expected("DRAClaimFindings", findings, ("node", "namespace", "claim", "code", "severity"))}
+    assert firing["DRAEnforcementDiverged"] and firing["DRAClaimFindings"]  # the planted divergence and finding
+    cases = [{"eval_time": "30m", "alertname": name, "exp_alerts": firing.get(name, [])} for name in rule]
+    write_rules(tmp_path)
+    (tmp_path / "real.test.yaml").write_text(yaml.safe_dump({
+        "rule_files": ["dra-node-agent.rules.yaml"], "evaluation_interval": "1m",
+        "tests": [{"interval": "1m", "input_series": inputs, "alert_rule_test": cases}]}, sort_keys=False, width=1000))
+    result = promtool_run(promtool, "test", "rules", "real.test.yaml", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
