@@ -70,7 +70,8 @@ def dashboard() -> dict:
 
 def dashboard_exprs() -> list[str]:
     exprs = [t["expr"] for p in dashboard()["panels"] for t in p.get("targets", [])]
-    exprs += [re.sub(r"^label_values\((.*), *\w+\)$", r"\1", v["query"]["query"])
+    # a variable's label_values(metric, label), as the query that needs both
+    exprs += [re.sub(r"^label_values\((.*), *(\w+)\)$", r"max by (\2) (\1)", v["query"]["query"])
               for v in dashboard()["templating"]["list"] if v["type"] == "query"]
     return exprs
 
@@ -376,13 +377,9 @@ def scraped(base: str) -> dict[str, list[dict[str, str]]]:
     return series
 
 
-def test_every_metric_and_label_the_rules_and_the_dashboard_name_is_in_a_real_scrape(real_agent):
-    agent, base, report = real_agent
-    assert report.status.summary.diverged == 1 and report.status.summary.claim_findings >= 1
-    series = scraped(base)
-    names = {name: set().union(*(set(s) for s in sets)) for name, sets in series.items()}
-    names["up"] = set(up_labels())  # made by Prometheus from the PodMonitor, checked above
-    exprs = [(r["alert"], r["expr"]) for r in rules()] + [(f"dashboard: {e}", concrete(e)) for e in dashboard_exprs()]
+def unknown_references(exprs: list[tuple[str, str]], names: dict[str, set[str]]) -> list[str]:
+    """What the expressions name that the scrape lacks: metrics, matcher labels, and grouping labels
+    (a by/on label absent from a selected metric would silently merge its series)."""
     missing = []
     for where, expr in exprs:
         selectors, grouping = references(expr)
@@ -392,9 +389,23 @@ def test_every_metric_and_label_the_rules_and_the_dashboard_name_is_in_a_real_sc
                 missing.append(f"{where}: metric {metric}")
                 continue
             missing += [f"{where}: label {label} on {metric}" for label in sorted(matchers - names[metric])]
-            # a grouping label absent from a selected metric would silently merge its series
             missing += [f"{where}: by/on label {label} on {metric}" for label in sorted(grouping - names[metric])]
-    assert missing == []
+    return missing
+
+
+def test_every_metric_and_label_the_rules_and_the_dashboard_name_is_in_a_real_scrape(real_agent):
+    agent, base, report = real_agent
+    assert report.status.summary.diverged == 1 and report.status.summary.claim_findings >= 1
+    series = scraped(base)
+    names = {name: set().union(*(set(s) for s in sets)) for name, sets in series.items()}
+    names["up"] = set(up_labels())  # made by Prometheus from the PodMonitor, checked above
+    exprs = [(r["alert"], r["expr"]) for r in rules()] + [(f"dashboard: {e}", concrete(e)) for e in dashboard_exprs()]
+    assert unknown_references(exprs, names) == []
+    # the check itself: a misspelled label, a label the metric lacks, a metric that does not exist
+    assert unknown_references([("a", 'dra_agent_pods{pod_name="x"}'), ("b", "sum by (namespace) (dra_agent_pods)"),
+                               ("c", "time() - dra_agent_last_scrape_timestamp_seconds")], names) == [
+        "a: label pod_name on dra_agent_pods", "b: by/on label namespace on dra_agent_pods",
+        "c: metric dra_agent_last_scrape_timestamp_seconds"]
 
 
 def test_the_promtool_unit_tests_feed_series_shaped_as_the_agent_emits_them(real_agent):
