@@ -16,7 +16,7 @@ import yaml
 from kubectl_dra import __version__
 
 ROOT = Path(__file__).resolve().parents[2]
-V = r"v?(\d+\.\d+\.\d+(?:[-.+][0-9A-Za-z.]+)?)"
+V = r"v?(\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.]*[0-9A-Za-z])?)"
 # where this project's own version is written out: image name and tag, the image tarball, the
 # Kubernetes version label, "kubectl-dra X" (version command, snapshot marker createdBy) and
 # "dra-node-agent, version X" (--version); each names the project, so other programs' versions
@@ -24,6 +24,7 @@ V = r"v?(\d+\.\d+\.\d+(?:[-.+][0-9A-Za-z.]+)?)"
 PATTERNS = [
     re.compile(r"kubectl-dra-node-agent:" + V),
     re.compile(r"dra-node-agent-" + V + r"\.tar"),
+    re.compile(r"kubectl_dra-" + V + r"(?:-py3-none-any\.whl|\.tar\.gz)"),
     re.compile(r"app\.kubernetes\.io/version:\s*[\"']?" + V),
     re.compile(r"(?<![\w-])kubectl-dra,? (?:version )?" + V),
     re.compile(r"(?<![\w-])dra-node-agent, version " + V),
@@ -67,6 +68,9 @@ def all_mentions() -> dict[str, list[tuple[int, str]]]:
     ("createdBy: kubectl-dra 0.4.0", ["0.4.0"]),
     ("$ kubectl dra version\nkubectl-dra 0.5.0", ["0.5.0"]),
     ("dra-node-agent, version 0.6.0", ["0.6.0"]),
+    ("pipx install dist/kubectl_dra-0.7.0-py3-none-any.whl", ["0.7.0"]),
+    ("DIST: kubectl_dra-0.7.1.tar.gz and", ["0.7.1"]),
+    ("pipx install --force dist/kubectl_dra-<new>-py3-none-any.whl", []),
     # other programs' versions are not ours
     ("image: registry.k8s.io/dra-example-driver/dra-example-driver:v0.4.0", []),
     ('"cdiVersion": "0.8.0"', []),
@@ -85,11 +89,11 @@ def test_every_version_written_in_the_repository_is_kubectl_dra_version():
 
 def test_the_places_that_cannot_import_the_version_are_checked():
     """The scan is not vacuous: it sees the DaemonSet's tag and both labels, the Containerfile's
-    build command and the README's image name and tarball."""
+    build command and the README's image name, image tarball, wheel and sdist."""
     found = all_mentions()
     assert len(found.get("manifests/agent/daemonset.yaml", [])) == 3
     assert found.get("Containerfile")
-    assert len(found.get("README.md", [])) >= 3
+    assert len(found.get("README.md", [])) >= 8
 
 
 def test_the_daemonset_runs_this_version_of_the_image():
