@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from kubectl_dra import __version__
+
 
 def test_malformed_kubeconfig(tmp_path, dra):
     path = tmp_path / "config"
@@ -103,7 +105,7 @@ def test_untrusted_certificate(tls_server, dra):
 def test_node_agent_entry_point():
     result = subprocess.run([sys.executable, "-m", "node_agent", "--version"], capture_output=True, text=True,
                             cwd=Path(__file__).resolve().parents[2])
-    assert result.returncode == 0 and result.stdout.strip() == "dra-node-agent, version 0.1.0"
+    assert result.returncode == 0 and result.stdout.strip() == f"dra-node-agent, version {__version__}"
 
 
 def test_nonsense_quantities_are_named_and_nothing_is_computed_from_them(tmp_path, dra):
