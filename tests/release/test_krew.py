@@ -4,8 +4,9 @@ KREW_ROOT, then run through the real kubectl from an environment with no project
 PYTHONPATH and no VIRTUAL_ENV, exactly as a krew user's shell would run it.
 
 Cost: the archive is cached by a hash of its inputs (a no-op when kubectl_dra/, node_agent/,
-pyproject.toml and the scripts are unchanged); a first build on two cores takes about 1.5 minutes
-(the PyInstaller build venv ~30 s, the freeze ~50 s), krew ~25 s; warm, this module takes ~5 s.
+pyproject.toml and the scripts are unchanged); a first build on two cores takes about 75 s (the
+PyInstaller build venv ~25 s, the freeze and the tar.gz ~50 s), krew ~25 s; warm, this module
+takes ~10 s.
 Without Go (krew cannot be built) or kubectl it is skipped with one reason, unless
 KUBECTL_DRA_REQUIRE_CONTROL_PLANE=1 (CI), which makes that a failure.
 """
@@ -50,7 +51,7 @@ def built(tmp_path_factory):
         unavailable("no kubectl (scripts/build-control-plane builds it)")
     krew = subprocess.run([str(ROOT / "scripts" / "build-krew")], capture_output=True, text=True, timeout=1200)
     if krew.returncode != 0:
-        unavailable(f"scripts/build-krew failed: {krew.stderr.strip().splitlines()[-1:]}")
+        unavailable(f"scripts/build-krew failed: {(krew.stderr.strip().splitlines() or ['no output'])[-1]}")
     dist = tmp_path_factory.mktemp("dist")
     archive = subprocess.run([str(ROOT / "scripts" / "krew-archive"), str(dist)], capture_output=True, text=True,
                              timeout=1800)
