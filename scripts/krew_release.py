@@ -57,7 +57,7 @@ def render(template: str, tag: str, archive_sha256: str) -> str:
 def pack(src: Path, out: Path) -> None:
     """A tar.gz of ``src``'s contents: sorted, owner root, fixed times, regular files and
     directories only (krew's extractor refuses symbolic links), so one input gives one sha256."""
-    epoch = int(os.environ.get("SOURCE_DATE_EPOCH", "0"))
+    epoch = int(os.environ.get("SOURCE_DATE_EPOCH") or "0")
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as tar:
         for path in sorted(src.rglob("*")):
