@@ -41,6 +41,10 @@ class RootGroup(LazyGroup):
             from kubectl_dra.errors import DRAError
 
             env = ctx.obj
+            if env is None:  # the failure came before the group's callback (e.g. a subcommand's import)
+                from kubectl_dra.env import Environment
+
+                env = ctx.obj = Environment(program=ctx.info_name or "kubectl dra")
             if isinstance(exc, DRAError):
                 env.error(f"error: {exc}")
                 ctx.exit(ExitStatus.ERROR)

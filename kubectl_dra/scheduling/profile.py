@@ -66,10 +66,9 @@ class Profile:
 
 
 def _plugin_class(module: str, name: str) -> type[Plugin] | None:
-    try:
-        loaded = importlib.import_module(f"kubectl_dra.scheduling.{module}")
-    except ModuleNotFoundError:
-        return None
+    # every module of _MODULES is part of this package: failing to import one is a broken install,
+    # and must surface as an error, never as "not modelled" (which would drop a filter silently)
+    loaded = importlib.import_module(f"kubectl_dra.scheduling.{module}")
     for value in vars(loaded).values():
         if isinstance(value, type) and issubclass(value, Plugin) and value.NAME == name:
             return value

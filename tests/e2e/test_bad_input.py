@@ -150,3 +150,20 @@ def test_a_claim_without_a_name_is_invalid_and_named_as_such(tmp_path, dra):
     assert result.stdout == "resourceclaim.resource.k8s.io/good\n"
     assert "ResourceClaim ml/<unnamed>: metadata.name: Required value: name or generateName is required " \
         "(the object is skipped)" in result.stderr
+
+
+def test_a_subcommand_that_cannot_be_imported_is_one_error_line(monkeypatch):
+    """A broken install (a subcommand's module missing) fails before the group's callback made the
+    environment: still one `error:` line and exit 3, never an AttributeError traceback."""
+    import sys
+
+    from click.testing import CliRunner
+
+    from kubectl_dra.cli import cli
+
+    monkeypatch.delitem(sys.modules, "kubectl_dra.cli.taints", raising=False)
+    monkeypatch.setitem(sys.modules, "kubectl_dra.cli.taints", None)
+    result = CliRunner().invoke(cli, ["taints"])
+    assert result.exit_code == 3, result.output
+    assert "Traceback" not in result.output and "AttributeError" not in result.output
+    assert "error: unexpected ModuleNotFoundError" in result.output or "error: unexpected ImportError" in result.output

@@ -248,3 +248,23 @@ def test_status_codes_are_the_frameworks():
     assert Status.error("x").code == ERROR and not Status.error("x").rejected
     assert not Status.unknown("why").success and Status.unknown("why").code == SUCCESS
     assert Status(UNSCHEDULABLE, ["a", "b"]).message == "a, b"
+
+
+def test_every_filter_of_the_default_profile_is_a_loaded_plugin():
+    """A filter module that fails to load is a broken install: it must raise, not become "not
+    modelled" (the frozen krew build once lost the whole package that way, and every filter
+    silently read as unmodelled)."""
+    import sys
+
+    from kubectl_dra.scheduling.profile import _MODULES, Profile
+
+    profile = Profile()
+    assert [p.NAME for p in profile.plugins()] == [f for f in DEFAULT_FILTERS if f in _MODULES]
+    assert profile.unmodelled == []
+    saved = sys.modules.pop("kubectl_dra.scheduling.fit")
+    sys.modules["kubectl_dra.scheduling.fit"] = None  # import fails as if the file were missing
+    try:
+        with pytest.raises(ImportError):
+            Profile().plugins()
+    finally:
+        sys.modules["kubectl_dra.scheduling.fit"] = saved

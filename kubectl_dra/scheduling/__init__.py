@@ -1,0 +1,1 @@
+"""kube-scheduler's Filter phase, modelled plugin by plugin (see framework.py)."""
