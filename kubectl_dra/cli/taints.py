@@ -42,7 +42,8 @@ def taints(ctx: click.Context, kube, output, dry_run: bool, filename: Path | Non
     EVENT is DELETED with --output-watch-events). ResourceSlices,
     DeviceTaintRules and ResourceClaims are watched; each change re-reads
     them and the pods and computes the rows anew (a pod's change alone prints
-    nothing). -o json: one device document per line. Ends on Ctrl-C or
+    nothing); findings that appear meanwhile go to stderr. -o json: one
+    device document per line. Ends on Ctrl-C or
     --request-timeout with exit 0 (4 if something could not be read).
 
     \b
@@ -136,6 +137,8 @@ def _watch(env, opened, output, watch) -> int:
         else:
             printed = taint_table(result, wide=output.wide, no_headers=output.no_headers, style=Style(env.use_color),
                                   events=["ADDED"] * len(result.devices) if watch.events else None)
+            if printed.heading:
+                (env.error if output.no_headers else stream.write)(printed.heading)
             if printed.data:
                 stream.header_done = True
                 stream.write(printed.data)
@@ -174,12 +177,12 @@ def _watch(env, opened, output, watch) -> int:
                          [kind for kind, _ in changed])
         new = [f for f in now.findings if (f.code, f.message) not in findings]
         findings.update((f.code, f.message) for f in now.findings)
-        if new and output.format not in ("json", "yaml"):
+        if new:  # stdout stays a stream of rows (or documents); a finding is told as it appears
             from kubectl_dra.printers.findings import findings_lines
             from kubectl_dra.text import wrap_lines
 
-            prose = "".join(line + "\n" for line in wrap_lines(findings_lines(new, Style(env.use_color))))
-            (env.error if output.no_headers else stream.write)(prose)
+            env.error("".join(line + "\n" for line in wrap_lines(findings_lines(new, Style(False)))))
+            env.stderr.flush()
 
     return follow(stream, merged(watches, lambda: until is not None and opened.source.session.clock() >= until),
                   handle)
