@@ -152,6 +152,8 @@ def _watch(env, opened, output, watch, wanted, detailed: bool, only_findings: bo
     show_namespace = opened.namespace is None
 
     def show(result: ClaimList, types: list[str]) -> None:
+        if not result.items:  # (--findings: a claim without findings; no header above nothing)
+            return
         if output.format in ("json", "yaml"):
             for item, kind in zip(result.model_dump(mode="json", by_alias=True)["items"], types):
                 stream.document(kind, item)

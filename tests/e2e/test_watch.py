@@ -111,7 +111,10 @@ def test_claims_watch_json_is_one_document_per_line_with_the_rows_facts(watched,
     assert events[3]["object"]["pods"] == [] and "PendingNoConsumers" in events[0]["object"]["findings"]
 
 
-def test_an_expired_resource_version_relists_and_reports_what_changed_meanwhile(watched, dra):
+@pytest.mark.parametrize("gone", ["an ERROR event", "an answer"])
+def test_an_expired_resource_version_relists_and_reports_what_changed_meanwhile(watched, dra, gone):
+    """kube-apiserver says 410 Gone as an ERROR event in the stream (its watch cache) or as the
+    answer to the watch request."""
     server, kubeconfig = watched
     server.add(claim("b", devices=(), node=None))
 
@@ -120,7 +123,10 @@ def test_an_expired_resource_version_relists_and_reports_what_changed_meanwhile(
             server.add(claim("c", devices=(), node=None))
             server.add(fresh(claim("b", devices=ALLOCATED)))
             server.remove("resourceclaims", "a", "ml")
-            server.compact()
+            if gone == "an answer":
+                server.fail(410, resource="resourceclaims", times=1, body_reason="Expired")
+            else:
+                server.compact()
             server.drop_watches()
 
     thread = when_watching(server, "resourceclaims", changes)
@@ -308,3 +314,69 @@ def test_ctrl_c_ends_the_watch_with_exit_0_and_no_traceback(make_apiserver, kube
         assert process.returncode == 0, (command, out, err)
         assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
         assert out.split()[0] == ("NAME" if command == "claims" else "No"), out
+
+
+def readme_watch_examples() -> dict[str, list[str]]:
+    """The README's ``-w`` examples (tests/e2e/test_readme.py leaves them to this file)."""
+    from test_readme import watches
+
+    found, fenced, current = {}, False, None
+    for line in (ROOT / "README.md").read_text().splitlines():
+        if line.startswith("```"):
+            fenced, current = not fenced, None
+        elif fenced and line.startswith("$ kubectl dra ") and watches(line[len("$ kubectl dra "):]):
+            current = found.setdefault(line[len("$ kubectl dra "):], [])
+        elif fenced and current is not None:
+            current.append(line)
+    return found
+
+
+def readme_claims(server) -> None:
+    """What the claims example shows: train-gpu created, allocated, reserved by its pod, deleted."""
+    server.add(claim("train-gpu", devices=(), node=None))
+    time.sleep(0.2)
+    server.add(fresh(claim("train-gpu", devices=ALLOCATED)))
+    time.sleep(0.2)
+    trainer = pod("trainer-0", claims={"gpu": "train-gpu"})
+    server.add(trainer)
+    server.add(fresh(claim("train-gpu", devices=ALLOCATED, reserved_for=[
+        {"resource": "pods", "name": "trainer-0", "uid": trainer["metadata"]["uid"]}])))
+    time.sleep(0.2)
+    server.remove("resourceclaims", "train-gpu", "ml")
+
+
+def readme_taints(server) -> None:
+    server.add(rule("maintenance", "gpu-1"))
+    time.sleep(0.4)
+    server.remove("devicetaintrules", "maintenance")
+
+
+README_SCENARIOS = {  # command -> (objects before, the watched resource, the changes)
+    "claims -n ml -w --output-watch-events": (lambda: [claim("spare-gpu", devices=(), node=None)],
+                                              "resourceclaims", readme_claims),
+    "taints -w --output-watch-events": (lambda: [tainted_slice([{"key": "gpu.example.com/unhealthy",
+                                                                "effect": "NoSchedule"}]),
+                                                 claim("train", devices=[(GPU, "worker-1", "gpu-1")])],
+                                        "devicetaintrules", readme_taints),
+}
+
+
+def test_the_readme_has_a_watch_example_per_command():
+    assert set(readme_watch_examples()) == set(README_SCENARIOS)
+
+
+@pytest.mark.parametrize("command", sorted(README_SCENARIOS))
+def test_readme_watch_example_is_what_the_command_prints(command, make_apiserver, kubeconfig_for, dra):
+    import shlex
+
+    from test_readme import matches
+
+    objects, resource, changes = README_SCENARIOS[command]
+    server = taint_server(make_apiserver, objects())
+    thread = when_watching(server, resource, changes)
+    result = dra(*shlex.split(command), "--kubeconfig", str(kubeconfig_for(server, namespace="ml")),
+                 "--request-timeout", "2s")
+    thread.join()
+    assert result.exit_code == 0, result
+    expected = readme_watch_examples()[command]
+    assert matches(expected, result.stdout.splitlines()), result.stdout
