@@ -72,7 +72,7 @@ class KindWatch:
         """Changes after the list, until the deadline (forever without one)."""
         if self.api_version is None or not self.readable:
             return
-        failures = 0
+        failures, unreachable = 0, None
         while not self.expired():
             gone = False
             try:
@@ -107,7 +107,7 @@ class KindWatch:
                 elif exc.status is not None:  # refused (403, 404, 5xx): not ours to retry forever
                     raise
                 else:  # unreachable: the server may be restarting
-                    failures += 1
+                    failures, unreachable = failures + 1, exc
                     if failures > RESUME_ATTEMPTS:
                         raise ApiError(f"the watch of {self.request.resource} was lost: {exc}") from None
                     self._pause(RESUME_BACKOFF * 2 ** (failures - 1))
@@ -116,6 +116,9 @@ class KindWatch:
                 yield from self._relist()
             elif not self.expired():
                 self.resumes += 1
+        if failures:  # the time ran out while the server was away: changes then may be unseen
+            raise ApiError(f"the watch of {self.request.resource} could not be resumed before its "
+                           f"--request-timeout ended: {unreachable}")
 
     def _pause(self, seconds: float) -> None:
         if self.deadline is not None:

@@ -380,3 +380,35 @@ def test_readme_watch_example_is_what_the_command_prints(command, make_apiserver
     assert result.exit_code == 0, result
     expected = readme_watch_examples()[command]
     assert matches(expected, result.stdout.splitlines()), result.stdout
+
+
+def test_the_watch_resumes_after_the_api_server_comes_back(watched, dra):
+    """The connection drops and the server refuses connections for a while: the watch resumes
+    where it was (the change made meanwhile comes from the server's history, no new list)."""
+    server, kubeconfig = watched
+
+    def changes(server):
+        server.stop()
+        server.add(claim("b", devices=(), node=None))
+        time.sleep(0.8)
+        server.start()
+
+    thread = when_watching(server, "resourceclaims", changes)
+    result = dra("claims", "--kubeconfig", kubeconfig, "-w", "--request-timeout", "3s")
+    thread.join()
+    assert result.exit_code == 0, result
+    assert [line.split()[0] for line in result.stdout.splitlines()] == ["NAME", "a", "b"]
+    assert len(server.list_requests("resourceclaims")) == 1
+    assert [w.query["resourceVersion"] for w in server.watch_requests("resourceclaims")][:2] == ["1001", "1001"]
+
+
+def test_a_server_still_away_when_the_time_is_up_is_said(watched, dra):
+    """Not "nothing changed": the watch could not see, so stderr says so and the exit is 4."""
+    server, kubeconfig = watched
+    thread = when_watching(server, "resourceclaims", lambda s: s.stop())
+    result = dra("claims", "--kubeconfig", kubeconfig, "-w", "--request-timeout", "2s")
+    thread.join()
+    assert result.exit_code == 4, result
+    assert [line.split()[0] for line in result.stdout.splitlines()] == ["NAME", "a"]
+    assert result.stderr.startswith("error: the watch of resourceclaims.resource.k8s.io could not be resumed "
+                                    "before its --request-timeout ended: cannot reach the API server at ")
