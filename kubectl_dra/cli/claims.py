@@ -75,7 +75,9 @@ def claims(ctx: click.Context, kube, output, selector: str | None, only_findings
     detailed = output.format in ("wide", "json", "yaml") or only_findings or sort_key(sort_by) is SORT_KEYS["findings"]
     wanted = ReadRequest(ResourceClaim, opened.namespace, label_selector=selector, keep_raw=False)
     if watch.on:
-        ctx.exit(_watch(env, opened, output, watch, wanted, detailed, only_findings, sort_by))
+        from kubectl_dra.cli.watching import run
+
+        ctx.exit(run(lambda: _watch(env, opened, output, watch, wanted, detailed, only_findings, sort_by)))
     opened.source.prime([wanted, *_context(opened.namespace, detailed)])  # every kind's first page at once
     result, inventory = _claim_list(opened, lambda inventory: opened.source.stream(wanted, inventory),
                                     detailed, only_findings, sort_by)

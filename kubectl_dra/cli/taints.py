@@ -77,7 +77,9 @@ def taints(ctx: click.Context, kube, output, dry_run: bool, filename: Path | Non
     env.color = output.color
     opened = open_for(env, kube)
     if watch.on:
-        ctx.exit(_watch(env, opened, output, watch))
+        from kubectl_dra.cli.watching import run
+
+        ctx.exit(run(lambda: _watch(env, opened, output, watch)))
     inventory = opened.source.read(_reads())
     require_kinds(env, inventory, ResourceSlice)
     result = explain_taints(inventory, env.now(), dry_run=rule)

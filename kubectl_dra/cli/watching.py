@@ -117,8 +117,12 @@ class RowStream:
         self.documents += 1
 
     def write(self, text: str, encoded: bool = False) -> None:
-        self.env.write(text, encoded=encoded)
-        self.env.stdout.flush()
+        try:
+            self.env.write(text, encoded=encoded)
+            self.env.stdout.flush()
+        except BrokenPipeError:  # `-w | head`: the reader has gone, which ends the watch
+            _silence_stdout()
+            raise OutputClosed(self.status) from None
 
     def problems(self, inventory) -> None:
         """The problems of a read, each said once for the whole watch (a forbidden kind is
@@ -137,6 +141,29 @@ class RowStream:
         self.env.error(f"error: {message}")
         self.env.stderr.flush()
         self.status = ExitStatus.PARTIAL
+
+
+class OutputClosed(Exception):
+    """Whoever read the rows has gone (a closed pipe); carries the exit status so far."""
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so that the interpreter's last flush does not fail again."""
+    import os
+    import sys
+
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # not a real file (a test's capture)
+        pass
+
+
+def run(body: Callable[[], int]) -> int:
+    """A watch command's body; a closed pipe ends it quietly, as SIGPIPE ends kubectl's."""
+    try:
+        return body()
+    except OutputClosed as closed:
+        return closed.args[0]
 
 
 def follow(stream: RowStream, events, handle: Callable) -> ExitStatus:

@@ -412,3 +412,25 @@ def test_a_server_still_away_when_the_time_is_up_is_said(watched, dra):
     assert [line.split()[0] for line in result.stdout.splitlines()] == ["NAME", "a"]
     assert result.stderr.startswith("error: the watch of resourceclaims.resource.k8s.io could not be resumed "
                                     "before its --request-timeout ended: cannot reach the API server at ")
+
+
+def test_a_reader_that_goes_away_ends_the_watch_quietly(make_apiserver, kubeconfig_for):
+    """`kubectl dra claims -w | head -2`: when head exits, the next row ends the watch, with no
+    error (kubectl dies of SIGPIPE there)."""
+    server = make_apiserver([claim("a", devices=(), node=None)])
+    server.watch_timeout = 60.0
+    kubeconfig = str(kubeconfig_for(server, namespace="ml"))
+    process = subprocess.Popen(
+        [sys.executable, "-c", "from kubectl_dra.cli import main; main()", "claims", "--kubeconfig", kubeconfig,
+         "-w", "--request-timeout", "20s"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert process.stdout.readline().split()[0] == "NAME"
+    assert process.stdout.readline().split()[0] == "a"
+    process.stdout.close()
+    for n in range(3):
+        server.add(claim(f"b{n}", devices=(), node=None))
+        time.sleep(0.2)
+    started = time.monotonic()
+    err = process.stderr.read()
+    assert process.wait(timeout=15) == 0 and time.monotonic() - started < 10
+    assert err == ""
