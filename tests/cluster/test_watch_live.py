@@ -145,7 +145,8 @@ def test_taints_watch_follows_a_device_taint_rule(cluster):
                      "taint": {"key": "example.com/maintenance", "value": "soon", "effect": "NoSchedule"}}}
     cli = Watching("taints", "--kubeconfig", kubeconfig, "-w", "--output-watch-events", "-o", "wide")
     device = f"{DRIVER}/{NODE}/dev-1"
-    time.sleep(3)  # the list and the three watches are set up (nothing of this driver is tainted yet)
+    # the first output comes after the watches' lists: a rule created from here on is a change
+    cli.expect("the first output", lambda cells: bool(cells))
     plane.request("POST", "/apis/resource.k8s.io/v1/devicetaintrules", rule)
     added = cli.expect("the rule's device", lambda c: c[:2] == ["ADDED", device])
     assert added[2:5] == [NODE, "NoSchedule", "example.com/maintenance=soon:NoSchedule"]
