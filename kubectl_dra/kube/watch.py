@@ -45,7 +45,10 @@ class KindWatch:
     def __init__(self, source: LiveSource, request: ReadRequest, *, deadline: float | None = None,
                  clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
                  warn: Callable[[str], None] = lambda message: None):
-        self.source, self.request = source, request
+        # a source of its own (same session, same discovery): a list records its resourceVersion
+        # on the source, and the taint view lists other kinds meanwhile in another thread
+        self.source, self.request = LiveSource(source.session), request
+        self.source._served = source.served()
         self.deadline, self.clock, self.sleep, self.warn = deadline, clock, sleep, warn
         self.known: dict[tuple[str | None, str], KubeObject] = {}
         self.version: str | None = None  # the resourceVersion to resume from

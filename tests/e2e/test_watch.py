@@ -434,3 +434,28 @@ def test_a_reader_that_goes_away_ends_the_watch_quietly(make_apiserver, kubeconf
     err = process.stderr.read()
     assert process.wait(timeout=15) == 0 and time.monotonic() - started < 10
     assert err == ""
+
+
+def test_taints_watch_relists_after_410(make_apiserver, kubeconfig_for, dra):
+    """Every watch of the view is dropped and its resourceVersion compacted while a rule is
+    created: the lists again find it, and its device's row comes once."""
+    server = taint_server(make_apiserver, [tainted_slice([])])
+    kubeconfig = str(kubeconfig_for(server, namespace="ml"))
+
+    def changes(server):
+        with server._lock:
+            server.add(rule("maintenance", "gpu-0"))
+            server.compact()
+            server.drop_watches()
+
+    thread = when_watching(server, "resourceclaims", changes)
+    result = dra("taints", "--kubeconfig", kubeconfig, "-w", "--request-timeout", "3s", "--output-watch-events")
+    thread.join()
+    assert result.exit_code == 0, result
+    assert [" ".join(line.split()) for line in result.stdout.splitlines()] == [
+        "No tainted devices.", "EVENT DEVICE EFFECT CLAIM PODS OUTCOME",
+        "ADDED gpu.example.com/worker-1/gpu-0 NoSchedule <none> 0 -"]
+    # each kind: the watch's list, the view's read, the list again after 410, the view's read after
+    # the change
+    for kind in ("resourceslices", "devicetaintrules", "resourceclaims"):
+        assert len(server.list_requests(kind)) == 4, kind
