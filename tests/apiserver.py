@@ -26,7 +26,10 @@ What it does: discovery (``/api``, ``/api/v1``, ``/apis``, ``/apis/{g}``, ``/api
 ``/version``), list with label/field selectors and ``limit``/``continue`` pagination, get,
 create/replace/patch/delete (merge, strategic-as-merge, JSON patch, apply-as-merge), a
 ``?watch=1`` stream (initial ADDED events, then live events until ``timeoutSeconds`` or
-``watch_timeout``), injected errors (:meth:`FakeAPIServer.fail`,
+``watch_timeout``; BOOKMARK events on :meth:`FakeAPIServer.bookmark` for watches that allow them;
+410 for a resourceVersion older than :meth:`FakeAPIServer.compact`, as an ERROR event in the
+stream as kube-apiserver sends it; :meth:`FakeAPIServer.drop_watches` cuts every open stream
+mid-way), injected errors (:meth:`FakeAPIServer.fail`,
 :meth:`FakeAPIServer.expire_continue_tokens`) and a request log. Objects are stored per
 (group, plural) and served under any served version with ``apiVersion`` rewritten, no conversion.
 """
@@ -513,6 +516,9 @@ class _Watch:
         self.events, self.follow = events, follow
 
 
+_DROP = {"type": "__drop__"}  # follow() yields it when the stream is to be cut without its end
+
+
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True  # headers and body go out as two writes: avoid 40 ms delayed-ACK stalls
@@ -562,6 +568,8 @@ class FakeAPIServer:
         self._events: list[tuple[int, tuple[str, str], str, dict]] = []
         self._failures: list[_Failure] = []
         self._expire_continue = 0
+        self._compacted = 0  # watches from an older resourceVersion get 410 Gone
+        self._drops = 0  # drop_watches() calls: a stream opened before the last one is cut
         self._key_cache: dict = {}
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -689,6 +697,16 @@ class FakeAPIServer:
             self._event("MODIFIED" if existing else "ADDED", rt, obj)
             return _copy(obj)
 
+    def remove(self, resource: str, name: str, namespace: str | None = None) -> None:
+        """Delete a stored object at once (finalizers ignored), with its DELETED event."""
+        with self._lock:
+            rt = self._resolve_name(resource)
+            store = self._store.get((rt.group, rt.plural), {})
+            old = store.pop(self._key(rt, namespace, name))
+            self._next_rv()
+            old["metadata"]["resourceVersion"] = str(self._rv)
+            self._event("DELETED", rt, old)
+
     def get(self, resource: str, name: str, namespace: str | None = None) -> dict | None:
         """The stored object (as added/written, apiVersion as stored) or None."""
         with self._lock:
@@ -780,6 +798,29 @@ class FakeAPIServer:
         """The next ``times`` requests carrying ``continue`` get 410 Expired, like a compacted etcd."""
         with self._lock:
             self._expire_continue += times
+
+    def compact(self) -> None:
+        """Forget the history so far, as etcd compaction does: a watch from an older
+        resourceVersion gets 410 Gone (an ERROR event, then the end of the stream)."""
+        with self._cond:
+            self._compacted = self._rv
+            self._cond.notify_all()
+
+    def bookmark(self) -> None:
+        """A BOOKMARK event (the current resourceVersion) to every watch that allows them."""
+        with self._cond:
+            self._events.append((self._rv, ("", "__bookmark__"), "BOOKMARK", {}))
+            self._cond.notify_all()
+
+    def drop_watches(self) -> None:
+        """Cut every open watch stream mid-way (no closing chunk), as a lost connection does."""
+        with self._cond:
+            self._drops += 1
+            self._cond.notify_all()
+
+    def watch_requests(self, resource: str | None = None) -> list[Recorded]:
+        with self._lock:
+            return [r for r in self.requests if r.is_watch and _matches_resource(r.route, resource)]
 
     def list_requests(self, resource: str | None = None) -> list[Recorded]:
         """Collection GETs (lists, not watches), optionally for one resource (plural or plural.group)."""
@@ -943,6 +984,12 @@ class FakeAPIServer:
         for event in watch.events:
             chunk(json.dumps(event).encode() + b"\n")
         for event in watch.follow():
+            if event is _DROP:  # half an event, then the connection goes
+                h.wfile.write(b"40\r\n{\"type\":\"MODIFIED\",\"obj")
+                h.wfile.flush()
+                h.close_connection = True
+                h.connection.shutdown(socket.SHUT_RDWR)
+                return
             chunk(json.dumps(event).encode() + b"\n")
         h.wfile.write(b"0\r\n\r\n")
         h.wfile.flush()
@@ -1157,22 +1204,35 @@ class FakeAPIServer:
                     raise _error(400, f"invalid resource version: {since!r}") from None
                 initial = []
                 cursor = next((i for i, e in enumerate(self._events) if e[0] > since_rv), len(self._events))
+                if since_rv < self._compacted:
+                    gone = status_doc(410, "Expired", f"too old resource version: {since_rv} ({self._compacted})")
+                    return _Watch([{"type": "ERROR", "object": gone}], lambda: iter(()))
+            drops = self._drops
         deadline = time.monotonic() + timeout
+        bookmarks = query.get("allowWatchBookmarks", "").lower() in ("1", "true")
 
         def follow() -> Iterator[dict]:
             nonlocal cursor
             while True:
                 with self._cond:
-                    while cursor >= len(self._events) and not self._stopping:
+                    while cursor >= len(self._events) and not self._stopping and self._drops == drops:
                         left = deadline - time.monotonic()
                         if left <= 0:
                             return
                         self._cond.wait(left)
                     if self._stopping:
                         return
+                    if self._drops != drops:
+                        yield _DROP
+                        return
                     pending, cursor = self._events[cursor:], len(self._events)
-                for _rv, key, kind, obj in pending:
-                    if key == (rt.group, rt.plural) and match(obj):
+                for rv, key, kind, obj in pending:
+                    if kind == "BOOKMARK":
+                        if bookmarks:
+                            yield {"type": "BOOKMARK", "object": {
+                                "kind": rt.kind, "apiVersion": _gv(rt.group, route.version or "v1"),
+                                "metadata": {"resourceVersion": str(rv)}}}
+                    elif key == (rt.group, rt.plural) and match(obj):
                         yield {"type": kind, "object": self._present(obj, rt, route.version)}
 
         return _Watch(initial, follow)

@@ -14,7 +14,8 @@ from kubectl_dra.kube.client import Session
 from kubectl_dra.kube.reads import ReadRequest
 from kubectl_dra.model.base import KubeObject
 from kubectl_dra.model.inventory import Inventory
-from kubectl_dra.model.registry import invalid_field_problems, list_continue, parse_object, parse_page
+from kubectl_dra.model.registry import (invalid_field_problems, list_continue, list_resource_version, parse_object,
+                                        parse_page)
 
 PAGE_SIZE = 500  # kubectl's --chunk-size default
 MAX_LIST_RESTARTS = 3
@@ -54,6 +55,7 @@ class LiveSource:
         self._continuing = False  # whether the request in flight carried a continue token
         self._executor = None  # the helper threads that fetch pages ahead
         self._primed: dict = {}  # (path, query) -> the first page, asked for early
+        self.list_version: str | None = None  # resourceVersion of the last list read (where a watch starts)
 
     @property
     def description(self) -> str:
@@ -240,6 +242,8 @@ class LiveSource:
             data = pending.result()
             try:
                 token = list_continue(data)
+                if not self._continuing:  # every page of one list has the first page's snapshot
+                    self.list_version = list_resource_version(data)
             except InputError:
                 raise ApiError(f"{self.session.server}{path}: the server did not answer with a JSON object") from None
             if token:

@@ -129,6 +129,7 @@ def parse_object(raw: dict, keep_raw: bool = True, view: type[KubeObject] | None
 @view
 class _ListMeta(View):
     continue_: str | None = Field(default=None, alias="continue")
+    resource_version: str | None = Field(default=None, alias="resourceVersion")
 
 
 class _Envelope(BaseModel):
@@ -149,6 +150,18 @@ def list_continue(data: bytes) -> str | None:
     :class:`InputError` when the page is not a JSON object. An API server writes ``kind``,
     ``apiVersion`` and a flat ``metadata`` first: that head is all that is read then (a 1 MB page
     of pods is not scanned twice); any other shape is parsed whole."""
+    token = list_metadata(data).get("continue")
+    return token if isinstance(token, str) and token else None
+
+
+def list_resource_version(data: bytes) -> str | None:
+    """The ``resourceVersion`` of one list page: where a watch of the same list starts."""
+    version = list_metadata(data).get("resourceVersion")
+    return version if isinstance(version, str) and version else None
+
+
+def list_metadata(data: bytes) -> dict:
+    """A list page's ``metadata`` (from its head when the server wrote it first, as it does)."""
     head = _HEAD.match(data[:4096])
     if head is not None:
         import json
@@ -158,12 +171,12 @@ def list_continue(data: bytes) -> str | None:
         except ValueError:
             meta = None
         if isinstance(meta, dict):
-            token = meta.get("continue")
-            return token if isinstance(token, str) and token else None
+            return meta
     try:
-        return _ENVELOPE.validate_json(data).metadata.continue_ or None
+        meta = _ENVELOPE.validate_json(data).metadata
     except ValidationError:
         raise InputError("the server did not answer with a JSON object") from None
+    return {"continue": meta.continue_, "resourceVersion": meta.resource_version}
 
 
 def parse_page(model: type[KubeObject], data: bytes, api_version: str,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Sequence
 
 from kubectl_dra.printers.style import Style
 from kubectl_dra.printers.table import NONE, Column, cell, human_age, render
@@ -22,6 +22,7 @@ CLAIM_COLUMNS = [
     Column("DRIVER", wide_only=True), Column("POOL", wide_only=True), Column("PODS", wide_only=True),
     Column("GROUPS", wide_only=True), Column("NODE-ALLOCATABLE", wide_only=True), Column("FINDINGS", wide_only=True),
 ]
+EVENT_COLUMN = Column("EVENT")  # kubectl get -w --output-watch-events
 STATE_COLOR = {"pending": "yellow", "allocated": "green", "reserved": "green", "deleted": "red"}
 
 
@@ -36,7 +37,8 @@ def node_allocatable_cell(mapping: dict[str, str], overhead: dict[str, dict[str,
 
 
 def claim_table(result: ClaimList, *, now: datetime, all_namespaces: bool, wide: bool, no_headers: bool,
-                style: Style) -> str:
+                style: Style, events: Sequence[str] | None = None) -> str:
+    """``events``: a first EVENT column, one watch event type per row (``--output-watch-events``)."""
     rows = []
     for item in result.items:
         row = [item.namespace, item.name, cell(item.state), item.node or NONE,
@@ -52,6 +54,9 @@ def claim_table(result: ClaimList, *, now: datetime, all_namespaces: bool, wide:
     columns = CLAIM_COLUMNS if all_namespaces else CLAIM_COLUMNS[1:]
     if not all_namespaces:
         rows = [r[1:] for r in rows]
+    if events is not None:
+        columns = [EVENT_COLUMN, *columns]
+        rows = [[event, *row] for event, row in zip(events, rows)]
     state_index = [c.header for c in columns].index("STATE")
 
     def colorize(index: int, text: str) -> str:

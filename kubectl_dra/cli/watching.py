@@ -1,0 +1,224 @@
+"""``-w/--watch`` as ``kubectl get -w`` does it: the list first, then one row per change.
+
+What is printed, per output format (every line flushed as it is written):
+
+* table / wide: the table as without ``-w``, then each change as one row (no header again; with
+  an empty list the header comes with the first row); each row is aligned on its own, as
+  kubectl's. ``--output-watch-events`` adds a first EVENT column (ADDED, MODIFIED, DELETED).
+* json: one compact JSON document per line (JSON Lines): the row's object, or
+  ``{"type": ..., "object": ...}`` with ``--output-watch-events``; the list's items come first,
+  one per line, as kubectl prints the items of its list.
+* yaml: one YAML document per object, separated by ``---``.
+* name: ``kind/name`` per change.
+
+A deleted object is printed as kubectl prints it: its row as last seen. The watch ends with exit 0
+when ``--request-timeout`` elapses (the whole watch; without it it runs until Ctrl-C) and on
+Ctrl-C (kubectl exits 1 there, but 1 is this tool's "divergence or eviction" code; a watch the
+user ends has found nothing wrong); with 4 when something could not be read along the way
+(stderr says what).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import queue
+import threading
+from dataclasses import dataclass
+from typing import Callable
+
+import click
+
+from kubectl_dra.cli.exitcodes import ExitStatus
+
+
+@dataclass(frozen=True)
+class WatchOptions:
+    watch: bool = False
+    only: bool = False  # --watch-only: no list printed first
+    events: bool = False  # --output-watch-events
+
+    @property
+    def on(self) -> bool:
+        return self.watch or self.only
+
+
+def watch_options(what: str):
+    """``-w/--watch``, ``--watch-only`` and ``--output-watch-events``; the command receives
+    ``watch=WatchOptions``."""
+
+    def decorate(command):
+        @functools.wraps(command)
+        def wrapper(*args, watch_flag, watch_only, output_watch_events, **kwargs):
+            return command(*args, watch=WatchOptions(watch_flag, watch_only, output_watch_events), **kwargs)
+
+        wrapper = click.option("--output-watch-events", is_flag=True,
+                               help="With -w: say what each row is, in a first EVENT column (ADDED, MODIFIED, "
+                                    "DELETED; {\"type\", \"object\"} with -o json/yaml).")(wrapper)
+        wrapper = click.option("--watch-only", is_flag=True,
+                               help=f"Watch for changes to {what} without printing the list first.")(wrapper)
+        wrapper = click.option("-w", "--watch", "watch_flag", is_flag=True,
+                               help=f"After the list, print one row each time {what} change, as kubectl get -w "
+                                    "(until Ctrl-C or --request-timeout).")(wrapper)
+        return wrapper
+
+    return decorate
+
+
+def check_watch(watch: WatchOptions, kube, output) -> None:
+    """Usage errors (exit 2), said before anything is read."""
+    if watch.events and not watch.on:
+        raise click.UsageError("--output-watch-events can only be used with --watch or --watch-only")
+    if watch.on and kube.snapshot:
+        raise click.UsageError("-w/--watch follows a live cluster; a snapshot does not change (drop --snapshot)")
+
+
+def deadline(opened) -> float | None:
+    """When the watch ends: ``--request-timeout`` after it starts (kubectl's watch request ends
+    then); None: at Ctrl-C."""
+    session = opened.source.session
+    return session.clock() + session.budget if session.budget else None
+
+
+def json_line(document: dict) -> str:
+    """One document on one line (JSON Lines), escaped as ``-o json`` is."""
+    from kubectl_dra.printers.documents import _JSON_UNSAFE
+
+    text = json.dumps(document, ensure_ascii=False, separators=(",", ":"))
+    return (_JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text) if _JSON_UNSAFE.search(text) else text) + "\n"
+
+
+class RowStream:
+    """Prints watch output as it comes: documents (json/yaml/name) or table rows, whose header is
+    printed once, above the first row (never with --no-headers)."""
+
+    def __init__(self, env, output, events: bool):
+        self.env, self.output, self.events = env, output, events
+        self.header_done = output.no_headers
+        self.documents = 0
+        self.status = ExitStatus.OK
+        self.said: set[str] = set()
+
+    def table(self, render: Callable[[bool, list[str] | None], str], types: list[str]) -> None:
+        """``render(no_headers, events)`` makes the rows (a header first when asked)."""
+        text = render(self.header_done, types if self.events else None)
+        if text:
+            self.header_done = True
+            self.write(text)
+
+    def document(self, kind: str, document: dict) -> None:
+        from kubectl_dra.printers.documents import to_yaml
+
+        body = {"type": kind, "object": document} if self.events else document
+        if self.output.format == "json":
+            self.write(json_line(body), encoded=True)
+        else:
+            self.write(("---\n" if self.documents else "") + to_yaml(body), encoded=True)
+        self.documents += 1
+
+    def write(self, text: str, encoded: bool = False) -> None:
+        try:
+            self.env.write(text, encoded=encoded)
+            self.env.stdout.flush()
+        except BrokenPipeError:  # `-w | head`: the reader has gone, which ends the watch
+            _silence_stdout()
+            raise OutputClosed(self.status) from None
+
+    def problems(self, inventory) -> None:
+        """The problems of a read, each said once for the whole watch (a forbidden kind is
+        re-read on every event); any error-level one makes the exit 4."""
+        from kubectl_dra.printers.problems import problem_lines
+
+        for line in problem_lines(inventory):
+            if line not in self.said:
+                self.said.add(line)
+                self.env.error(line)
+        if any(p.severity == "error" for p in inventory.problems):
+            self.status = ExitStatus.PARTIAL
+        self.env.stderr.flush()
+
+    def error(self, message: str) -> None:
+        self.env.error(f"error: {message}")
+        self.env.stderr.flush()
+        self.status = ExitStatus.PARTIAL
+
+
+class OutputClosed(Exception):
+    """Whoever read the rows has gone (a closed pipe); carries the exit status so far."""
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so that the interpreter's last flush does not fail again."""
+    import os
+    import sys
+
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # not a real file (a test's capture)
+        pass
+
+
+def run(body: Callable[[], int]) -> int:
+    """A watch command's body; a closed pipe ends it quietly, as SIGPIPE ends kubectl's."""
+    try:
+        return body()
+    except OutputClosed as closed:
+        return closed.args[0]
+
+
+def follow(stream: RowStream, events, handle: Callable) -> ExitStatus:
+    """Feed each event to ``handle`` until the watch ends: at its deadline, on Ctrl-C (exit 0),
+    or when the server refuses it or stays away (said on stderr, exit 4)."""
+    from kubectl_dra.errors import ApiError
+
+    try:
+        for event in events:
+            handle(event)
+    except KeyboardInterrupt:
+        pass
+    except ApiError as exc:
+        stream.error(str(exc))
+    return stream.status
+
+
+def merged(watches, timeout_check: Callable[[], bool]):
+    """The events of several watches as one stream, in arrival order, in batches (what arrived
+    together is one batch, so a burst is read and shown once). Each watch runs in a daemon
+    thread; the main thread waits in short steps so that Ctrl-C reaches it."""
+    inbox: queue.Queue = queue.Queue()
+    done = object()
+
+    def run(watch):
+        try:
+            for event in watch.events():
+                inbox.put(event)
+        except Exception as exc:  # noqa: BLE001 - handed to the main thread, which reports it
+            inbox.put(exc)
+        inbox.put(done)
+
+    for watch in watches:
+        threading.Thread(target=run, args=(watch,), name=f"watch-{watch.request.model.KIND}", daemon=True).start()
+    running = len(watches)
+    while running:
+        try:
+            first = inbox.get(timeout=0.2)
+        except queue.Empty:
+            if timeout_check():
+                return
+            continue
+        batch = [first]
+        while True:
+            try:
+                batch.append(inbox.get_nowait())
+            except queue.Empty:
+                break
+        events = []
+        for item in batch:
+            if item is done:
+                running -= 1
+            elif isinstance(item, Exception):
+                raise item
+            else:
+                events.append(item)
+        if events:
+            yield events
