@@ -457,7 +457,7 @@ class Allocator:
         return out
 
     def _selectable_for(self, rd: _Request, pool: Pool, rs: ResourceSlice, device: Device, node: Node):
-        if (unreadable := pool.unreadable_for(device)) is not None:
+        if (unreadable := pool.unreadable_for(device, selected=False)) is not None:
             raise Undetermined(f"device {pool.key}/{device.name}: {unreadable}")
         if device.binding_conditions and "bindingConditions" not in self.features:
             return False, "BindingConditions", "the device has binding conditions, and DRADeviceBindingConditions is off"
@@ -471,6 +471,8 @@ class Allocator:
                 raise AllocationError(f"device {pool.key}/{device.name}: node selector: {exc}") from None
             if not reached:
                 return False, "NodeSelection", f"the device's node selection does not include node {node.name}"
+        if (unreadable := pool.unreadable_for(device, selected=True)) is not None:
+            raise Undetermined(f"device {pool.key}/{device.name}: {unreadable}")
         return True, "", ""
 
     def allocate(self, node: Node, gathered: Gathered) -> NodeOutcome:

@@ -38,13 +38,18 @@ class Pool:
     binding: bool = False
     unreadable: str | None = None  # a counter field of the pool's slices did not validate: its counters are unknown
     unreadable_devices: dict[str, str] = field(default_factory=dict)  # device name -> its field that did not validate
+    unselectable_devices: dict[str, str] = field(default_factory=dict)  # the same, for a field selectors read
 
     @property
     def key(self) -> str:
         return f"{self.driver}/{self.name}"
 
-    def unreadable_for(self, device: Device) -> str | None:
-        """Why what the allocator would decide on ``device`` is unknown (an invalid field), or None."""
+    def unreadable_for(self, device: Device, *, selected: bool) -> str | None:
+        """Why what the allocator would decide on ``device`` is unknown (an invalid field), or None:
+        before its selectors are evaluated, a field they read (or its node selection); once they
+        select it, any field the allocator reads."""
+        if not selected:
+            return self.unselectable_devices.get(device.name)
         return self.unreadable_devices.get(device.name) or self.unreadable
 
     def devices(self):
@@ -113,6 +118,13 @@ the device unreadable (its name, or its counter consumption, the whole pool)."""
 _DEVICE_PATH = re.compile(r"spec\.devices\[(\d+)\](?:\.(\w+))?")
 
 
+def _selectors_read(field: str, rest: str) -> bool:
+    """Whether a device's selectors (its attributes and capacity values) or its node selection read
+    the invalid field ``field`` + ``rest`` (a capacity's request policy is read only once selected)."""
+    return field in ("attributes", "nodeName", "nodeSelector", "allNodes") or \
+        field == "capacity" and ".requestPolicy" not in rest
+
+
 def _unreadable(slices: list[ResourceSlice], pool: Pool) -> None:
     """Record the fields of the pool's slices that did not validate: a device field the allocator
     reads for that device; anything else of the spec it reads (counters, which partitions share; a
@@ -124,8 +136,13 @@ def _unreadable(slices: list[ResourceSlice], pool: Pool) -> None:
             if device is None:
                 if invalid.path.startswith("spec.") and pool.unreadable is None:
                     pool.unreadable = where
+            elif device[2] == "taints" and invalid.path.endswith(".timeAdded"):
+                continue  # the allocator reads a taint's key, value and effect; when it was added is the evictions'
             elif device[2] in DEVICE_FIELDS and int(device[1]) < len(rs.spec.devices):
-                pool.unreadable_devices.setdefault(rs.spec.devices[int(device[1])].name, where)
+                name = rs.spec.devices[int(device[1])].name
+                pool.unreadable_devices.setdefault(name, where)
+                if _selectors_read(device[2], invalid.path[device.end(2):]):
+                    pool.unselectable_devices.setdefault(name, where)
             elif device[2] in (None, "name", "consumesCounters") and pool.unreadable is None:
                 pool.unreadable = where
 

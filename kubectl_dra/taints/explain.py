@@ -62,6 +62,7 @@ class TaintedDevice:
     taints: list[TaintView] = dataclasses.field(default_factory=list)
     consumers: list[ConsumerOutcome] = dataclasses.field(default_factory=list)
     published: bool = True  # False: only an allocation names it (a rule still taints it)
+    unknown: str | None = None  # a taint of its slice did not validate: which field
 
 
 class TaintExplanation(Document):
@@ -240,7 +241,7 @@ def explain_taints(inventory: Inventory, now: datetime | None = None, *, dry_run
     for claim in claims:
         for r in claim.status.allocation.devices.results:
             allocated.setdefault((r.driver, r.pool, r.device), []).append(claim)
-    published, _, _ = published_devices(inventory)
+    published, _, unreadable = published_devices(inventory)
     if dry_run is not None:
         rules = [r for r in rules if r.name != dry_run.name] + [dry_run]
     taints = device_taints(inventory, rules, now, extra_keys=allocated)
@@ -248,7 +249,7 @@ def explain_taints(inventory: Inventory, now: datetime | None = None, *, dry_run
     shown = sorted(taints) if dry_run is None else sorted(k for k in taints if rule_selects(dry_run, k))
     for key in shown:
         device = TaintedDevice(device="/".join(key), node=published.get(key), published=key in published,
-                               taints=taints[key])
+                               taints=taints[key], unknown=unreadable.get(key))
         if dry_run is not None:  # what the rule changes: judge the consumers with its taint alone added
             device.taints = [t for t in taints[key] if t.source == f"rule/{dry_run.name}"] + \
                             [t for t in taints[key] if t.source != f"rule/{dry_run.name}"]
