@@ -259,8 +259,10 @@ def explain_proposals(claims: list[ResourceClaim], inventory: Inventory, instanc
             spec["pool"] = {**(spec.get("pool") or {}), "name": (spec.get("pool") or {}).get("name") or name,
                             "generation": 0}
             spec["nodeName"] = name
-            slices.append(ResourceSlice.model_validate({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
-                                                        "metadata": {"name": f"{name}-{index}"}, "spec": spec}))
+            # from_raw: a template value that does not validate is dropped and named, and the
+            # allocator cannot tell on that device (instead of the whole proposal failing)
+            slices.append(ResourceSlice.from_raw({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+                                                  "metadata": {"name": f"{name}-{index}"}, "spec": spec}))
         _, _, by_pool = slice_index(slices)
         outcome = Allocator(claims, classes, AllocatedState()).allocate(node, gather(node, slices, by_pool))
         view_out = _view(outcome)
