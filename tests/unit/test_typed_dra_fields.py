@@ -245,3 +245,20 @@ def test_a_device_the_class_does_not_select_decides_nothing():
     other["attributes"]["model"]["string"] = "L40S"  # selected: now its policy decides, and nobody can read it
     outcome, _ = allocate(objects)
     assert not outcome.feasible and "spec.devices[0].capacity.memory.requestPolicy.validRange.min" in outcome.undetermined
+
+
+def test_a_proposal_template_value_that_does_not_validate_is_cannot_tell():
+    """Predicted slices are read like published ones: the bad value is named, not a ValidationError."""
+    from types import SimpleNamespace
+
+    from kubectl_dra.allocation.explain import explain_proposals
+
+    objects = world()
+    inventory = Inventory()
+    inventory.add(parse_object(objects["class"]))
+    device = {"name": "gpu-0", "attributes": {"model": {"string": "L40S"}}, "capacity": {"memory": {"value": "lots"}}}
+    view = SimpleNamespace(node_pool="np", name="big", resource_slices=[{"driver": GPU, "pool": {}, "devices": [device]}])
+    (proposal,) = explain_proposals([parse_object(objects["claim"])], inventory, [view])
+    assert (proposal.feasible, proposal.results) == (False, [])
+    assert proposal.message == ("kubectl-dra cannot tell: device gpu.example.com/proposal-np-big/gpu-0: ResourceSlice "
+                                "proposal-np-big-0: spec.devices[0].capacity.memory.value did not validate")
