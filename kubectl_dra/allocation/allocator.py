@@ -23,8 +23,8 @@ from kubectl_dra.allocation.cel import CELBeyondEvaluator, CELError, compile_sel
 from kubectl_dra.allocation.pools import Gathered, Pool, node_matches
 from kubectl_dra.allocation.state import AllocatedState
 from kubectl_dra.model.node import Node
-from kubectl_dra.model.claim import ExactDeviceRequest, ResourceClaim
-from kubectl_dra.model.resource import Device, DeviceClass, ResourceSlice
+from kubectl_dra.model.claim import DeviceToleration, ExactDeviceRequest, ResourceClaim
+from kubectl_dra.model.resource import Device, DeviceClass, DeviceTaint, ResourceSlice
 from kubectl_dra.pools.nodeselector import NodeSelectorError
 from kubectl_dra.quantity import Quantity
 from kubectl_dra.taints.tolerations import tolerates
@@ -129,14 +129,29 @@ def _kobj(claim: ResourceClaim) -> str:
     return f"{claim.namespace}/{claim.name}" if claim.namespace else claim.name
 
 
-def _tolerated(taint: dict, tolerations: list[dict]) -> bool:
-    return any(tolerates(t, taint.get("key") or "", taint.get("value") or "", taint.get("effect") or "")
-               for t in tolerations)
+def _unreadable_request(claims: list[ResourceClaim], classes: dict[str, DeviceClass]) -> str | None:
+    """The first field of what the claims ask for (their requests, selectors, tolerations and
+    constraints, their classes' selectors) that did not validate when it was read: what it would
+    have allowed or forbidden is unknown."""
+    for claim in claims:
+        if claim.invalid_fields and (paths := claim.invalid_under("spec.devices")):
+            return f"ResourceClaim {claim.key}: {paths[0]} did not validate"
+    for claim in claims:
+        for request in claim.spec.devices.requests:
+            for _, _, spec in _variants(request):
+                klass = classes.get(spec.device_class_name)
+                if klass is not None and klass.invalid_fields and (paths := klass.invalid_under("spec.selectors")):
+                    return f"DeviceClass {klass.name}: {paths[0]} did not validate"
+    return None
 
 
-def _blocking_taint(device: Device, tolerations: list[dict]) -> dict | None:
+def _tolerated(taint: DeviceTaint, tolerations: list[DeviceToleration]) -> bool:
+    return any(tolerates(t, taint.key, taint.value, taint.effect) for t in tolerations)
+
+
+def _blocking_taint(device: Device, tolerations: list[DeviceToleration]) -> DeviceTaint | None:
     for taint in device.taints:
-        if taint.get("effect") in ("NoSchedule", "NoExecute") and not _tolerated(taint, tolerations):
+        if taint.effect in ("NoSchedule", "NoExecute") and not _tolerated(taint, tolerations):
             return taint
     return None
 
@@ -152,20 +167,19 @@ def _policy_amount(requested: Quantity | None, cap, fractional: bool = False) ->
     """``calculateConsumedCapacity``: the default or full value when nothing is asked, rounded up to
     the policy's range step or next valid value (integer arithmetic, or milli with
     DRAFractionalCapacityRange when min/max/step are exact in milli and the step is >= 1m)."""
-    policy = cap.request_policy or {}
+    policy = cap.request_policy
     if requested is None:
-        default = policy.get("default")
-        return Quantity.parse(str(default)) if default is not None else cap.value
-    valid_range = policy.get("validRange") or {}
-    if valid_range.get("min") is not None:
-        low = Quantity.parse(str(valid_range["min"]))
+        default = policy.default if policy else None
+        return default if default is not None else cap.value
+    valid_range = policy.valid_range if policy else None
+    if valid_range and valid_range.min is not None:
+        low = valid_range.min
         if requested < low:
             return low
-        step = valid_range.get("step")
-        if step is None:
+        step_q = valid_range.step
+        if step_q is None:
             return requested
-        step_q = Quantity.parse(str(step))
-        bounds = [low, step_q] + ([Quantity.parse(str(valid_range["max"]))] if valid_range.get("max") is not None else [])
+        bounds = [low, step_q] + ([valid_range.max] if valid_range.max is not None else [])
         milli = fractional and all(q.as_fraction() * 1000 == int(q.as_fraction() * 1000) for q in bounds) \
             and step_q.as_fraction() >= Fraction(1, 1000)
         scale = 1000 if milli else 1
@@ -184,7 +198,7 @@ def _policy_amount(requested: Quantity | None, cap, fractional: bool = False) ->
         if rounded > INT64_MAX:
             raise _RangeError(f"rounding request {req_i} up to the next step passes MaxInt64")
         return Quantity.from_milli(rounded) if milli else Quantity.from_int(rounded)
-    values = sorted(Quantity.parse(str(v)) for v in policy.get("validValues") or ())
+    values = sorted(policy.valid_values) if policy else []
     for value in values:
         if value >= requested:
             return value
@@ -192,24 +206,21 @@ def _policy_amount(requested: Quantity | None, cap, fractional: bool = False) ->
 
 
 def _violates(consumed: Quantity, cap) -> bool:
-    policy = cap.request_policy or {}
-    if not policy:
+    policy = cap.request_policy
+    if policy is None:
         return False
-    default = policy.get("default")
-    if default is not None and consumed == Quantity.parse(str(default)):
+    if policy.default is not None and consumed == policy.default:
         return False
-    valid_range = policy.get("validRange") or {}
-    if valid_range.get("min") is not None:
-        if valid_range.get("max") is not None and consumed > Quantity.parse(str(valid_range["max"])):
+    valid_range = policy.valid_range
+    if valid_range and valid_range.min is not None:
+        if valid_range.max is not None and consumed > valid_range.max:
             return True
-        step = valid_range.get("step")
-        if step is not None:
-            step_v = Quantity.parse(str(step)).value()
-            return step_v > 0 and (consumed.value() - Quantity.parse(str(valid_range["min"])).value()) % step_v != 0
+        if valid_range.step is not None:
+            step_v = valid_range.step.value()
+            return step_v > 0 and (consumed.value() - valid_range.min.value()) % step_v != 0
         return False
-    values = policy.get("validValues")
-    if values:
-        return all(consumed != Quantity.parse(str(v)) for v in values)
+    if policy.valid_values:
+        return all(consumed != v for v in policy.valid_values)
     return False
 
 
@@ -232,7 +243,7 @@ class Allocator:
     def _multi(self, device: Device) -> bool:
         return bool(device.allow_multiple_allocations) and "consumableCapacity" in self.features
 
-    def _taint(self, pool: Pool, device: Device, tolerations: list[dict]) -> dict | None:
+    def _taint(self, pool: Pool, device: Device, tolerations: list[DeviceToleration]):
         """The first taint that keeps the request off the device: the driver's, then the rules' (the
         scheduler's slice tracker adds DeviceTaintRule taints to the devices they select)."""
         if "deviceTaints" not in self.features:
@@ -241,7 +252,7 @@ class Allocator:
         if found is None and self.rule_taints:
             extra = self.rule_taints.get((pool.driver, pool.name, device.name))
             if extra:
-                found = next((t for t in extra if t.get("effect") in ("NoSchedule", "NoExecute")
+                found = next((t for t in extra if t.effect in ("NoSchedule", "NoExecute")
                               and not _tolerated(t, tolerations)), None)
         return found
 
@@ -272,7 +283,7 @@ class Allocator:
                                           rd.class_.spec.selectors if rd.class_ else []),
                                          ("RequestSelector", f"claim {rd.claim}", rd.spec.selectors)):
             for index, selector in enumerate(selectors):
-                expression = (selector.get("cel") or {}).get("expression") if isinstance(selector, dict) else None
+                expression = selector.cel.expression if selector.cel else None
                 if expression is None:
                     where = f"{owner}, request {rd.name}" if reason == "RequestSelector" else owner
                     raise AllocationError(f"{where}, selector #{index}: CEL expression empty (unsupported selector type?)")
@@ -346,12 +357,12 @@ class Allocator:
                 if not self.state.is_allocated((pool.driver, pool.name, device.name)):
                     continue
                 for use in device.consumes_counters:
-                    counters = available.get(use.get("counterSet"))
+                    counters = available.get(use.counter_set)
                     if counters is None:
                         continue
-                    for counter, spec in (use.get("counters") or {}).items():
+                    for counter, spec in use.counters.items():
                         if counter in counters:
-                            counters[counter] = counters[counter] - Quantity.parse(str((spec or {}).get("value")))
+                            counters[counter] = counters[counter] - spec.value
         self._available[pool.key] = available
         return available
 
@@ -362,9 +373,9 @@ class Allocator:
         available = self._pool_available(pool)
         mine = consumed.setdefault(pool.key, {})
         for use in device.consumes_counters:
-            per_set = mine.setdefault(use.get("counterSet"), {})
-            for counter, spec in (use.get("counters") or {}).items():
-                amount = Quantity.parse(str((spec or {}).get("value")))
+            per_set = mine.setdefault(use.counter_set, {})
+            for counter, spec in use.counters.items():
+                amount = spec.value
                 per_set[counter] = per_set[counter] + amount if counter in per_set else amount
         for set_name, counters in available.items():
             for counter, left in counters.items():
@@ -377,10 +388,10 @@ class Allocator:
     def _release(self, pool: Pool, device: Device, consumed: dict) -> None:
         mine = consumed.get(pool.key, {})
         for use in device.consumes_counters:
-            per_set = mine.get(use.get("counterSet"), {})
-            for counter, spec in (use.get("counters") or {}).items():
+            per_set = mine.get(use.counter_set, {})
+            for counter, spec in use.counters.items():
                 if counter in per_set:
-                    per_set[counter] = per_set[counter] - Quantity.parse(str((spec or {}).get("value")))
+                    per_set[counter] = per_set[counter] - spec.value
 
     # -- one node ------------------------------------------------------------------------------
 
@@ -446,6 +457,8 @@ class Allocator:
         return out
 
     def _selectable_for(self, rd: _Request, pool: Pool, rs: ResourceSlice, device: Device, node: Node):
+        if (unreadable := pool.unreadable_for(device, selected=False)) is not None:
+            raise Undetermined(f"device {pool.key}/{device.name}: {unreadable}")
         if device.binding_conditions and "bindingConditions" not in self.features:
             return False, "BindingConditions", "the device has binding conditions, and DRADeviceBindingConditions is off"
         ok, reason, message = self._selectors(rd, pool, device)
@@ -458,6 +471,8 @@ class Allocator:
                 raise AllocationError(f"device {pool.key}/{device.name}: node selector: {exc}") from None
             if not reached:
                 return False, "NodeSelection", f"the device's node selection does not include node {node.name}"
+        if (unreadable := pool.unreadable_for(device, selected=True)) is not None:
+            raise Undetermined(f"device {pool.key}/{device.name}: {unreadable}")
         return True, "", ""
 
     def allocate(self, node: Node, gathered: Gathered) -> NodeOutcome:
@@ -465,6 +480,8 @@ class Allocator:
         try:
             if gathered.errors:
                 raise AllocationError("; ".join(gathered.errors))
+            if (unreadable := _unreadable_request(self.claims, self.classes)) is not None:
+                raise Undetermined(unreadable)
             requests = self._requests(gathered.pools, node)
             outcome.requests = self._diagnose(requests, gathered, node)
             picks = self._search(requests, gathered.pools, node)
@@ -565,8 +582,9 @@ class Allocator:
                 return "Counters", "the pool's shared counters are used up by other allocations"
         taint = self._taint(pool, device, rd.spec.tolerations)
         if taint is not None:
-            rule = f" (DeviceTaintRule {taint['rule']})" if taint.get("rule") else ""
-            return "Taint", f"taint {taint.get('key')}={taint.get('value', '')}:{taint.get('effect')}{rule} is not tolerated"
+            source = getattr(taint, "source", "slice")  # a rule's taint (TaintView) names its rule
+            rule = f" (DeviceTaintRule {source.removeprefix('rule/')})" if source != "slice" else ""
+            return "Taint", f"taint {taint.key}={taint.value}:{taint.effect}{rule} is not tolerated"
         return None
 
     # -- the search (allocateOne) ----------------------------------------------------------------
@@ -719,11 +737,11 @@ class Allocator:
     def _constraints(self, claim: ResourceClaim) -> list:
         out = []
         for constraint in claim.spec.devices.constraints:
-            names = set(constraint.get("requests") or ())
-            if constraint.get("matchAttribute"):
-                out.append(_Match(names, constraint["matchAttribute"]))
-            elif constraint.get("distinctAttribute"):
-                out.append(_Distinct(names, constraint["distinctAttribute"]))
+            names = set(constraint.requests)
+            if constraint.match_attribute:
+                out.append(_Match(names, constraint.match_attribute))
+            elif constraint.distinct_attribute:
+                out.append(_Distinct(names, constraint.distinct_attribute))
             else:
                 raise AllocationError(f"claim {_kobj(claim)}, constraint #{len(out)}: empty constraint "
                                       "(unsupported constraint type?)")

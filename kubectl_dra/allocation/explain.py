@@ -8,6 +8,7 @@ from kubectl_dra.allocation.pools import gather
 from kubectl_dra.allocation.result import (Allocation, NodeAllocation, ProposalView, RejectedDevice, RequestView,
                                            ResultView)
 from kubectl_dra.document import Finding
+from kubectl_dra.model.base import InvalidField
 from kubectl_dra.model.inventory import Inventory
 from kubectl_dra.model.node import Node
 from kubectl_dra.model.pod import Pod
@@ -17,12 +18,18 @@ from kubectl_dra.pools.nodeselector import NodeSelectorError, node_selector_matc
 
 
 def template_claim(pod: Pod, pod_claim_name: str, template: ResourceClaimTemplate) -> ResourceClaim:
-    """The claim the resourceclaim controller would create from a template, before it exists."""
-    return ResourceClaim.model_validate({
+    """The claim the resourceclaim controller would create from a template, before it exists; the
+    template's fields that did not validate are the claim's (what depends on them stays unknown)."""
+    claim = ResourceClaim.model_validate({
         "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
         "metadata": {"name": f"{pod.name}-{pod_claim_name}-<template>", "namespace": pod.namespace,
                      "uid": f"template:{pod.uid}:{pod_claim_name}"},
         "spec": template.spec.spec.model_dump(mode="json", by_alias=True, exclude_none=True)})
+    invalid = tuple(InvalidField(f.path.removeprefix("spec."), f.reason) for f in template.invalid_fields
+                    if f.path.startswith("spec.spec."))
+    if invalid:
+        object.__setattr__(claim, "_invalid", invalid)
+    return claim
 
 
 def pod_claims(pod: Pod, inventory: Inventory) -> tuple[list[ResourceClaim], list[ResourceClaim], list[str]]:
@@ -69,11 +76,8 @@ def rule_taints(inventory: Inventory) -> dict:
         return {}
     out: dict = {}
     for key, taints in device_taints(inventory, rules, datetime.now(timezone.utc)).items():
-        for t in taints:
-            if t.source != "slice":
-                out.setdefault(key, []).append({"key": t.key, "value": t.value, "effect": t.effect,
-                                                "rule": t.source.removeprefix("rule/")})
-    return out
+        out[key] = [t for t in taints if t.source != "slice"]
+    return {key: taints for key, taints in out.items() if taints}
 
 
 def not_on_node(claim: ResourceClaim, node: Node) -> bool:
@@ -255,8 +259,10 @@ def explain_proposals(claims: list[ResourceClaim], inventory: Inventory, instanc
             spec["pool"] = {**(spec.get("pool") or {}), "name": (spec.get("pool") or {}).get("name") or name,
                             "generation": 0}
             spec["nodeName"] = name
-            slices.append(ResourceSlice.model_validate({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
-                                                        "metadata": {"name": f"{name}-{index}"}, "spec": spec}))
+            # from_raw: a template value that does not validate is dropped and named, and the
+            # allocator cannot tell on that device (instead of the whole proposal failing)
+            slices.append(ResourceSlice.from_raw({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+                                                  "metadata": {"name": f"{name}-{index}"}, "spec": spec}))
         _, _, by_pool = slice_index(slices)
         outcome = Allocator(claims, classes, AllocatedState()).allocate(node, gather(node, slices, by_pool))
         view_out = _view(outcome)

@@ -25,6 +25,40 @@ _EXACT_FIELDS = ("deviceClassName", "selectors", "allocationMode", "count", "adm
 # ---- claims -------------------------------------------------------------------------------
 
 @view
+class CELDeviceSelector(View):
+    expression: str | None = None  # required by the API server; absent, the allocator's own error says so
+
+
+@view
+class DeviceSelector(View):
+    """A device class's or a request's selector; only ``cel`` exists (an empty one is an unsupported
+    selector type, which the allocator reports)."""
+
+    cel: CELDeviceSelector | None = None
+
+
+@view
+class DeviceToleration(View):
+    """A request's toleration of device taints (copied into the allocation result when allocated)."""
+
+    key: str = ""
+    operator: str = ""  # empty: Equal
+    value: str = ""
+    effect: str = ""  # empty: every effect
+    toleration_seconds: int | None = None
+
+
+@view
+class DeviceConstraint(View):
+    """``requests`` empty: every request of the claim; neither attribute set: an unsupported
+    constraint type, which the allocator reports."""
+
+    requests: list[str] = Field(default_factory=list)
+    match_attribute: str | None = None
+    distinct_attribute: str | None = None
+
+
+@view
 class CapacityRequirements(View):
     requests: ResourceList = Field(default_factory=dict)
 
@@ -32,12 +66,12 @@ class CapacityRequirements(View):
 @view
 class ExactDeviceRequest(View):
     device_class_name: str = ""
-    selectors: list[dict[str, Any]] = Field(default_factory=list)
+    selectors: list[DeviceSelector] = Field(default_factory=list)
     allocation_mode: str = "ExactCount"
     count: int | None = None
     admin_access: bool | None = None
     capacity: CapacityRequirements | None = None
-    tolerations: list[dict[str, Any]] = Field(default_factory=list)
+    tolerations: list[DeviceToleration] = Field(default_factory=list)
 
 
 @view
@@ -55,7 +89,7 @@ class DeviceRequest(View):
 @view
 class DeviceClaim(View):
     requests: list[DeviceRequest] = Field(default_factory=list)
-    constraints: list[dict[str, Any]] = Field(default_factory=list)
+    constraints: list[DeviceConstraint] = Field(default_factory=list)
     config: list[dict[str, Any]] = Field(default_factory=list)
 
 
@@ -73,7 +107,7 @@ class DeviceRequestAllocationResult(View):
     admin_access: bool | None = None
     share_id: str | None = Field(default=None, alias="shareID")
     consumed_capacity: ResourceList | None = None  # None ("nil map") differs from {} for the scheduler
-    tolerations: list[dict[str, Any]] = Field(default_factory=list)  # the request's, copied at allocation
+    tolerations: list[DeviceToleration] = Field(default_factory=list)  # the request's, copied at allocation
 
     @property
     def device_id(self) -> tuple[str, str, str]:

@@ -138,7 +138,7 @@ def explain_node(node: Node, inventory: Inventory, instance_types, gate_enabled:
                                    requests={k: str(v) for k, v in sorted(with_dra.items())},
                                    dra={k: str(v) for k, v in sorted(dra.items())}))
     if pods:  # every pod takes one of the node's pod slots, whatever it requests
-        requested["pods"] = Quantity.parse(str(len(pods)))
+        requested["pods"] = Quantity.from_int(len(pods))
     if unknown:
         findings.append(Finding(code="PodRequestsUnknown", severity="warning", object=ref,
                                 message=f"the requests of {', '.join(unknown)} are unknown (an invalid field, see "
