@@ -1,6 +1,7 @@
 """The house rules on imports, read from the source (every import, also inside functions): the core
 imports no CLI, printer, flag, agent, click or API-client code; the agent imports no kubectl-dra
-command; printers import no command; and no package imports itself in a circle."""
+command; printers import no command; nothing in kubectl_dra imports the agent (the agent is built
+on kubectl_dra, never the reverse); and no package imports itself in a circle."""
 
 from __future__ import annotations
 
@@ -50,6 +51,14 @@ def test_the_agent_and_the_printers_import_no_command():
     offenders = {m: sorted(i for i in GRAPH[m] if within(i, ("kubectl_dra.cli",)))
                  for m in GRAPH if within(m, ("node_agent", "kubectl_dra.printers", "kubectl_dra.flags",
                                                 "kubectl_dra.kube"))}
+    assert {m: i for m, i in offenders.items() if i} == {}
+
+
+def test_kubectl_dra_imports_no_agent():
+    """The node scan, its readers and the output flags live in kubectl_dra; ``node_agent`` only adds the
+    service, publishing, the PodResources gRPC client and the network check on top."""
+    offenders = {m: sorted(i for i in GRAPH[m] if within(i, ("node_agent",))) for m in GRAPH
+                 if within(m, ("kubectl_dra",))}
     assert {m: i for m, i in offenders.items() if i} == {}
 
 
