@@ -62,6 +62,14 @@ def test_kubectl_dra_imports_no_agent():
     assert {m: i for m, i in offenders.items() if i} == {}
 
 
+@pytest.mark.parametrize("module", sorted(m for m in GRAPH if within(m, ("kubectl_dra.nodescan",))))
+def test_the_node_scan_imports_no_command_printer_flag_or_click(module):
+    """The node scan reads the node (host files, and the API through a source it is given) and returns
+    a document; each caller prints it. So it is the core's, but for its reads."""
+    assert not [m for m in GRAPH[module] if within(m, ("kubectl_dra.cli", "kubectl_dra.printers", "kubectl_dra.flags",
+                                                       "node_agent", "click", "kubernetes", "urllib3"))]
+
+
 def test_no_import_circles():
     ours = {m: {i for i in deps if i in GRAPH} for m, deps in GRAPH.items()}
     seen, on_path, cycles = set(), [], []
