@@ -66,7 +66,7 @@ def verify(ctx: click.Context, kube, node_flags, nodes, selector, cgroup_root, k
     from kubectl_dra.cli.runtime import open_for
     from kubectl_dra.nodescan.node import HostPaths
     from kubectl_dra.printers.verify import print_verify
-    from kubectl_dra.verify.reports import verify_result
+    from kubectl_dra.verify.result import verify_result
 
     env = ctx.obj
     env.color = output.color
@@ -115,7 +115,7 @@ def _from_reports(env, opened, nodes, selector, namespace, pod, kube):
     from kubectl_dra.model.node import Node
     from kubectl_dra.model.pod import Pod
     from kubectl_dra.model.registry import NodeEnforcementReportObject
-    from kubectl_dra.verify.reports import checked_reports, pods_without_report
+    from kubectl_dra.verify.result import checked_reports, pods_without_report
 
     node_field = f"metadata.name={nodes[0]}" if len(nodes) == 1 else None
     requests = [ReadRequest(NodeEnforcementReportObject, field_selector=node_field),
