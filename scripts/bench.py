@@ -252,8 +252,8 @@ def bench_agent_scan(n_pods: int = 250, containers: int = 4) -> None:
         snapshot.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": [*raws, node]}))
         code = (
             "import sys,time,gc;from pathlib import Path;"
-            "from kubectl_dra.kube.snapshot import load_snapshot;from node_agent.cgroupfs import CgroupFS;"
-            "from node_agent.scan import scan;"
+            "from kubectl_dra.kube.snapshot import load_snapshot;from kubectl_dra.nodescan.cgroupfs import CgroupFS;"
+            "from kubectl_dra.nodescan.scan import scan;"
             f"inv=load_snapshot(Path({str(snapshot)!r}));fs=CgroupFS({tmp + '/fs/cgroup'!r});"
             "read=[];orig=fs.read\n"
             "def rec(rel,files):\n read.append((rel,list(files)));return orig(rel,files)\n"

@@ -6,7 +6,8 @@ import click
 
 from kubectl_dra.flags.completion import choices
 from kubectl_dra.cli.exitcodes import EPILOG
-from kubectl_dra.cli.options import check_label_selector, output_options
+from kubectl_dra.cli.options import check_label_selector
+from kubectl_dra.flags.output import output_options
 from kubectl_dra.cli.watching import check_watch, watch_options
 from kubectl_dra.flags.connection import kube_options
 

@@ -8,7 +8,7 @@ import click
 
 from kubectl_dra.flags.completion import object_names
 from kubectl_dra.cli.exitcodes import EPILOG
-from kubectl_dra.cli.options import output_options
+from kubectl_dra.flags.output import output_options
 from kubectl_dra.flags.connection import kube_options
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from kubectl_dra.cli.exitcodes import EPILOG
-from kubectl_dra.cli.options import output_options
+from kubectl_dra.flags.output import output_options
 from kubectl_dra.cli.watching import check_watch, watch_options
 from kubectl_dra.flags.connection import kube_options
 

@@ -1,6 +1,7 @@
 """The house rules on imports, read from the source (every import, also inside functions): the core
 imports no CLI, printer, flag, agent, click or API-client code; the agent imports no kubectl-dra
-command; printers import no command; and no package imports itself in a circle."""
+command; printers import no command; nothing in kubectl_dra imports the agent (the agent is built
+on kubectl_dra, never the reverse); and no package imports itself in a circle."""
 
 from __future__ import annotations
 
@@ -51,6 +52,22 @@ def test_the_agent_and_the_printers_import_no_command():
                  for m in GRAPH if within(m, ("node_agent", "kubectl_dra.printers", "kubectl_dra.flags",
                                                 "kubectl_dra.kube"))}
     assert {m: i for m, i in offenders.items() if i} == {}
+
+
+def test_kubectl_dra_imports_no_agent():
+    """The node scan, its readers and the output flags live in kubectl_dra; ``node_agent`` only adds the
+    service, publishing, the PodResources gRPC client and the network check on top."""
+    offenders = {m: sorted(i for i in GRAPH[m] if within(i, ("node_agent",))) for m in GRAPH
+                 if within(m, ("kubectl_dra",))}
+    assert {m: i for m, i in offenders.items() if i} == {}
+
+
+@pytest.mark.parametrize("module", sorted(m for m in GRAPH if within(m, ("kubectl_dra.nodescan",))))
+def test_the_node_scan_imports_no_command_printer_flag_or_click(module):
+    """The node scan reads the node (host files, and the API through a source it is given) and returns
+    a document; each caller prints it. So it is the core's, but for its reads."""
+    assert not [m for m in GRAPH[module] if within(m, ("kubectl_dra.cli", "kubectl_dra.printers", "kubectl_dra.flags",
+                                                       "node_agent", "click", "kubernetes", "urllib3"))]
 
 
 def test_no_import_circles():
