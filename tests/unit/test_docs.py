@@ -3,7 +3,8 @@
 - every citation of a document (``docs/<path>.md``, optionally ``§N[.M]`` or ``#anchor``) in code,
   tests, scripts, manifests and the README names a file and a section that exist, and nothing cites
   the documents that used to live outside the repository (DESIGN, the reference notes);
-- docs/architecture.md names every top-level package and module of both programs;
+- docs/architecture.md names every top-level package and module of both programs, and every source
+  path the documents name exists;
 - docs/contracts.md shows each JSON document's keys exactly as the result models serialize them,
   and every exit code."""
 
@@ -159,6 +160,33 @@ def top_level(package: str) -> list[str]:
 def test_architecture_names_every_top_level_package_and_module(package):
     text = (DOCS / "architecture.md").read_text()
     assert [name for name in top_level(package) if f"`{name}`" not in text] == []
+
+
+def named_paths(text: str) -> set[str]:
+    """The source files and packages a document names in backticks: ``kubectl_dra/cli/verify.py``,
+    ``node_agent/scan.py``, or relative to kubectl_dra as ``cli/verify.py`` and ``claims/``."""
+    packages = {name.rstrip("/") for name in top_level("kubectl_dra") if name.endswith("/")}
+    found = set()
+    for token in re.findall(r"`([\w./-]+)`", text):
+        head = token.split("/", 1)[0]
+        if "/" not in token or not (token.endswith((".py", "/")) or "." not in token.rsplit("/", 1)[-1]):
+            continue
+        if head in ("kubectl_dra", "node_agent", "tests", "scripts", "manifests", "examples", "docs"):
+            found.add(token)
+        elif head in packages:
+            found.add(f"kubectl_dra/{token}")
+    return found
+
+
+@pytest.mark.parametrize("doc", ["architecture.md", "contracts.md", "kubernetes/README.md"])
+def test_every_source_path_the_documents_name_exists(doc):
+    assert sorted(p for p in named_paths((DOCS / doc).read_text()) if not (ROOT / p).exists()) == []
+
+
+def test_named_paths():
+    assert named_paths("`cli/verify.py`, `claims/`, `node_agent/scan.py`, `allocator.py`, `-o json`, "
+                       "`resource.k8s.io/v1`, `tests/unit/test_layering.py`") == {
+        "kubectl_dra/cli/verify.py", "kubectl_dra/claims/", "node_agent/scan.py", "tests/unit/test_layering.py"}
 
 
 # -- contracts ------------------------------------------------------------------------------------------------
