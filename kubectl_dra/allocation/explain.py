@@ -1,5 +1,5 @@
 """Why a claim or an unbound pod cannot be allocated: the allocation for every node (or one),
-the document of DESIGN §4.3 "Allocation", and the findings that say the next step."""
+the document of docs/contracts.md §3.9 "Allocation", and the findings that say the next step."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The node flags of DESIGN §4.2, shared by every command that predicts cgroups."""
+"""The node flags of docs/contracts.md §7, shared by every command that predicts cgroups."""
 
 from __future__ import annotations
 

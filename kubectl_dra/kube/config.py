@@ -1,6 +1,6 @@
 """Kubeconfig and in-cluster configuration, resolved the way kubectl resolves them.
 
-The official client's loader differs from kubectl in ways users would notice (ecosystem.md §1.5):
+The official client's loader differs from kubectl in ways users would notice (docs/kubernetes/ecosystem.md §1.5):
 the *last* KUBECONFIG file wins ``current-context``, ``KUBECONFIG`` is read at import time, the
 kubeconfig is rewritten after token refreshes, there are no ``--cluster``/``--user`` overrides,
 ``load_config()`` prints, and exec-plugin failures are only logged. So this module does the

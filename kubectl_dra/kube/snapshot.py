@@ -1,4 +1,4 @@
-"""Snapshot files (DESIGN §4.1): reading a file or directory of objects, and writing one.
+"""Snapshot files (docs/contracts.md §5): reading a file or directory of objects, and writing one.
 
 A file holds one object, a ``kind: List`` or several YAML documents. Unknown kinds are ignored;
 a malformed file or invalid object is reported (file, position, reason) and the rest still loads.

@@ -88,7 +88,7 @@ def invalid_field_problems(obj: KubeObject) -> list[str]:
 def parse_object(raw: dict, keep_raw: bool = True, view: type[KubeObject] | None = None) -> KubeObject | dict | None:
     """Turn one raw object into its view.
 
-    Returns ``None`` for kinds this tool does not read (they are ignored, as DESIGN §4.1 says),
+    Returns ``None`` for kinds this tool does not read (they are ignored, as docs/contracts.md §5.1 says),
     ``view``'s object for its kind when given (a lighter view of the same kind),
     the raw dict for our own kinds, and raises :class:`InputError` for a known kind in a version
     we do not know or that cannot be kept at all. An object with fields that do not validate is

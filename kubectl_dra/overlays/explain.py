@@ -1,4 +1,4 @@
-"""``kubectl dra overlays``: the result document (DESIGN §4.3 ``OverlayExplanation``).
+"""``kubectl dra overlays``: the result document (docs/contracts.md §3.5 ``OverlayExplanation``).
 
 Besides the required keys it says what Karpenter's own status cannot: which overlay an overlay
 conflicts with, which overlay set each offering's price and each capacity key, which overlays

@@ -1,4 +1,4 @@
-"""Why is it Pending: the ``scheduling`` part of ``explain pod`` (DESIGN §4.3).
+"""Why is it Pending: the ``scheduling`` part of ``explain pod`` (docs/contracts.md §3.9 ``Scheduling``).
 
 Builds the scheduler's view of the cluster from an inventory (nodes, the non-terminal pods bound
 to them, the nominated pods), runs one attempt of the profile's filters (cycle.py) and turns it

@@ -1,5 +1,5 @@
 """Compare what a node's cgroups hold with the prediction, within the documented tolerances, and
-name a cause for every difference (kubelet-cgroups.md §3.4).
+name a cause for every difference (docs/kubernetes/kubelet-cgroups.md §3.4).
 
 Tolerances (not divergences): systemd rounds a quota up to 10 ms per second; the kernel keeps
 memory limits in whole pages and hugetlb limits in whole huge pages; a kernel without the

@@ -27,7 +27,8 @@ PINNED_UID = "5b1c0e2a-7d3f-4c1e-9a8b-2f6d4e1c0a99"
 
 
 def pinned_pod():
-    """node-state.md worked example A: Guaranteed, app 2 CPUs (exclusive), side 500m (shared)."""
+    """Worked example A (docs/kubernetes/node-state.md §2.8): Guaranteed, app 2 CPUs (exclusive), side 500m
+    (shared)."""
     return agent_pod("pinned", [ctr("app", both(2, "1Gi"), both(2, "1Gi")),
                                 ctr("side", both("500m", "256Mi"), both("500m", "256Mi"))], qos_uid=PINNED_UID)
 

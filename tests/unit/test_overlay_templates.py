@@ -1,4 +1,4 @@
-"""PROPOSAL: ResourceSlice templates on NodeOverlays (unmerged Karpenter RFC, reference §3.2 and §6.12).
+"""PROPOSAL: ResourceSlice templates on NodeOverlays (unmerged Karpenter RFC, docs/kubernetes/nodeoverlay.md §3.2 and §6.12).
 
 Merged per (NodePool, instance type, driver): highest weight wins, equal weight on a driver is a
 conflict (the overlay is rejected atomically), different drivers merge. Predictions are compared
