@@ -13,6 +13,7 @@ import os
 
 from kubectl_dra.kube.reads import ReadRequest
 from kubectl_dra.model.inventory import Inventory
+from kubectl_dra.pools.slices import slice_device
 from kubectl_dra.model.pod import Pod
 from kubectl_dra.model.claim import ResourceClaim
 from kubectl_dra.model.resource import ResourceSlice
@@ -42,7 +43,7 @@ def expected_devices(pod: Pod, inventory: Inventory) -> list[tuple[str, str | No
         for status in claim.status.devices:
             if status.network_data is None:
                 continue
-            _, device = inventory.slice_device(status.driver, status.pool, status.device)
+            _, device = slice_device(inventory, status.driver, status.pool, status.device)
             host = device.attributes.get(IFNAME_ATTRIBUTE).value if device and IFNAME_ATTRIBUTE in device.attributes \
                 else None
             found.append((f"{status.driver}/{status.pool}/{status.device}", status.network_data.interface_name, host))

@@ -13,6 +13,7 @@ from kubectl_dra.claims.views import ClaimRef, DeviceView
 from kubectl_dra.allocation.result import Allocation
 from kubectl_dra.document import Document, Finding, Part
 from kubectl_dra.model.inventory import Inventory
+from kubectl_dra.pools.slices import slice_device
 from kubectl_dra.model.claim import DeviceRequestAllocationResult, ResourceClaim
 from kubectl_dra.model.resource import DeviceClass, ResourceSlice
 
@@ -87,7 +88,7 @@ def _request_class(claim: ResourceClaim, request: str) -> tuple[str | None, str 
 
 def _device_view(claim: ResourceClaim, result: DeviceRequestAllocationResult, inventory: Inventory,
                  amounts_unknown: bool, facts: bool = True) -> DeviceView:
-    rs, device = inventory.slice_device(result.driver, result.pool, result.device)
+    rs, device = slice_device(inventory, result.driver, result.pool, result.device)
     class_name, subrequest = _request_class(claim, result.request)
     status = next((d for d in claim.status.devices
                    if (d.driver, d.pool, d.device) == result.device_id and d.share_id == result.share_id), None)

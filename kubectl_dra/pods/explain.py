@@ -15,6 +15,7 @@ from kubectl_dra.claims.reservations import is_reserved_for_pod
 from kubectl_dra.allocation.result import Allocation
 from kubectl_dra.document import Document, Finding, Part
 from kubectl_dra.model.inventory import Inventory
+from kubectl_dra.pools.slices import slice_device
 from kubectl_dra.model.pod import Pod
 from kubectl_dra.model.claim import ResourceClaim
 from kubectl_dra.scheduling.explain import Scheduling
@@ -109,7 +110,7 @@ def explain_pod(pod: Pod, inventory: Inventory, options: NodeOptions,
         devices = [f"{r.driver}/{r.pool}/{r.device}" for r in
                    (claim.status.allocation.devices.results if claim.status.allocation else [])]
         for result in claim.status.allocation.devices.results if claim.status.allocation else []:
-            if inventory.slice_device(result.driver, result.pool, result.device)[1] is None \
+            if slice_device(inventory, result.driver, result.pool, result.device)[1] is None \
                     and "ResourceSlice" in inventory.read_kinds:
                 add("AllocatedDeviceMissing", "error", f"device {result.driver}/{result.pool}/{result.device} "
                     f"of claim {name} is {where_missing(inventory, result.driver, result.pool, result.device)}; "

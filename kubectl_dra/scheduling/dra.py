@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kubectl_dra.scheduling.framework import Cycle, Evidence, NodeInfo, Plugin, PreFilterResult, Status
+from kubectl_dra.pools.slices import slice_device
 
 # the scheduler's words (dynamicresources.go, nodeallocatabledynamicresources.go at v1.37.2)
 NOT_AVAILABLE = "resourceclaim not available on the node"
@@ -156,7 +157,7 @@ def _extended_by_dra(cycle: Cycle) -> bool:
 
 def _has_mapped_device(claim, inventory) -> bool:
     for result in claim.status.allocation.devices.results:
-        _, device = inventory.slice_device(result.driver, result.pool, result.device)
+        _, device = slice_device(inventory, result.driver, result.pool, result.device)
         if device is not None and any(e.mapping is not None for e in device.node_allocatable_resources.values()):
             return True
     return False
