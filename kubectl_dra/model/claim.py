@@ -8,11 +8,14 @@ the request (v1 nests them under ``exactly``).
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, ClassVar
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
 from pydantic import AfterValidator, Field
 
 from kubectl_dra.model.base import Condition, KubeObject, ResourceList, View, view
+
+if TYPE_CHECKING:
+    from kubectl_dra.model.pod import Pod
 
 RESOURCE_GROUP = "resource.k8s.io"
 RESOURCE_VERSIONS = ("v1", "v1beta2", "v1beta1")
@@ -287,3 +290,11 @@ class ResourceClaimTemplate(KubeObject):
         if isinstance(spec, dict) and isinstance(spec.get("spec"), dict):
             raw = {**raw, "spec": {**spec, "spec": _normalize_claim_spec(spec["spec"])}}
         return raw
+
+
+def is_reserved_for_pod(claim: ResourceClaim, pod: Pod) -> bool:
+    """The kubelet's check (``resourceclaim.IsReservedForPod``): the pod's UID is listed, or its
+    PodGroup is (by name). In model, not claims/: taints/ asks it too, and claims/ imports taints/."""
+    group = pod.pod_group_name
+    return any(ref.uid == pod.uid or (group and ref.is_pod_group and ref.name == group)
+               for ref in claim.status.reserved_for)

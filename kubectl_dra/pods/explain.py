@@ -11,7 +11,7 @@ from kubectl_dra.allocatable.requests import container_dra, difference, pod_requ
 from kubectl_dra.cgroups.options import NodeOptions
 from kubectl_dra.cgroups.predict import ContainerCgroup, CgroupFiles, predict_pod
 from kubectl_dra.claims.findings import where_missing
-from kubectl_dra.claims.reservations import is_reserved_for_pod
+from kubectl_dra.model.claim import is_reserved_for_pod
 from kubectl_dra.allocation.result import Allocation
 from kubectl_dra.document import Document, Finding, Part
 from kubectl_dra.model.inventory import Inventory

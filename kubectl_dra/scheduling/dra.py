@@ -98,7 +98,7 @@ class DynamicResources(Plugin):
         if state is None:
             return Status()
         from kubectl_dra.allocation.explain import not_on_node
-        from kubectl_dra.claims.reservations import is_reserved_for_pod
+        from kubectl_dra.model.claim import is_reserved_for_pod
 
         pod = cycle.pod.pod
         unavailable = []

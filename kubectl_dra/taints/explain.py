@@ -27,7 +27,7 @@ from pydantic import Field
 from kubectl_dra.document import Document, Finding, part
 from kubectl_dra.model.inventory import Inventory
 from kubectl_dra.model.pod import Pod
-from kubectl_dra.model.claim import ResourceClaim
+from kubectl_dra.model.claim import ResourceClaim, is_reserved_for_pod
 from kubectl_dra.model.resource import DeviceTaint, DeviceTaintRule, ResourceSlice
 from kubectl_dra.pools.slices import current_slices
 from kubectl_dra.taints.tolerations import tolerates
@@ -188,8 +188,6 @@ def _claim_is_for(claim: ResourceClaim, pod: Pod) -> bool:
 def pods_at_stake(claim: ResourceClaim, inventory: Inventory) -> list[Pod]:
     """The pods the eviction controller would delete for this claim: the scheduled pods that use it
     and are reserved, by UID or through their PodGroup (``podEvictionTime``, ``IsReservedForPod``)."""
-    from kubectl_dra.claims.reservations import is_reserved_for_pod
-
     out = []
     for pod in inventory.pods_by_claim().get((claim.namespace, claim.name), []):
         if not pod.node_name or pod.metadata.deletion_timestamp is not None:
