@@ -106,6 +106,8 @@ def _domain_maps(device: Device, driver: str) -> tuple[dict, dict]:
 
 @dataclass(slots=True)
 class _Request:
+    """One request or ``firstAvailable`` subrequest of a claim as the search fills it (upstream's
+    ``requestData``): how many devices, and for ``All`` which ones."""
     claim_index: int
     claim: str
     name: str  # "req" or "req/sub"
@@ -114,7 +116,7 @@ class _Request:
     class_: DeviceClass | None
     count: int = 1
     all_mode: bool = False
-    all_devices: list = field(default_factory=list)
+    all_devices: list = field(default_factory=list)  # (pool, slice, device) an All request takes
 
 
 @dataclass(slots=True)
@@ -686,6 +688,10 @@ class _Slot:
     subrequest: int = 0
     device: int = 0
 
+    def next_device(self) -> _Slot:
+        """The same (sub)request's next device, once this one is taken."""
+        return _Slot(self.claim, self.request, self.subrequest, self.device + 1)
+
 
 @dataclass(frozen=True, slots=True)
 class _Location:
@@ -762,7 +768,7 @@ class _Search:
         undo = self.take(request, pool, rs, device, must=True)
         if undo is None:
             return False
-        return self.continue_or_undo(undo, _Slot(slot.claim, slot.request, slot.subrequest, slot.device + 1),
+        return self.continue_or_undo(undo, slot.next_device(),
                                      within_subrequest, _Location())
 
     def fill_from_pools(self, slot: _Slot, request: _Request, within_subrequest: bool, resume: _Location) -> bool:
@@ -778,7 +784,7 @@ class _Search:
                     undo = self.take(request, pool, rs, rs.spec.devices[d], must=False)
                     if undo is None:
                         continue
-                    if self.continue_or_undo(undo, _Slot(slot.claim, slot.request, slot.subrequest, slot.device + 1),
+                    if self.continue_or_undo(undo, slot.next_device(),
                                              within_subrequest, _Location(p, s, d + 1)):
                         return True
         return False
