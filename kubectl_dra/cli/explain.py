@@ -283,7 +283,7 @@ def _proposals(opened, claims, inventory) -> list:
     from kubectl_dra.allocation.explain import explain_proposals
     from kubectl_dra.cli.overlays import read_overlay_inputs
     from kubectl_dra.model.karpenter import NodeOverlay, NodePool
-    from kubectl_dra.overlays.engine import evaluate
+    from kubectl_dra.overlays.explain import evaluate
 
     more, types = read_overlay_inputs(opened, None, require_overlays=False)
     if not more.all(NodePool) or not more.all(NodeOverlay):

@@ -117,7 +117,7 @@ def overlays(ctx: click.Context, kube, output, catalog, feature_gate, nodepools,
     """
     from kubectl_dra.cli.runtime import open_for, report_problems
     from kubectl_dra.model.karpenter import NodeOverlay, NodePool
-    from kubectl_dra.overlays.engine import evaluate
+    from kubectl_dra.overlays.explain import evaluate
     from kubectl_dra.printers.output import emit
     from kubectl_dra.printers.overlays import filter_result, overlay_tables
     from kubectl_dra.printers.style import Style

@@ -16,7 +16,7 @@ from kubectl_dra.model.karpenter import NodeClaim, NodeOverlay, NodePool
 from kubectl_dra.model.node import Node
 from kubectl_dra.model.claim import ResourceClaim
 from kubectl_dra.model.resource import ResourceSlice
-from kubectl_dra.overlays.engine import evaluate, slices_for_node
+from kubectl_dra.overlays.explain import evaluate, slices_for_node
 from kubectl_dra.overlays.templates import compare_slices
 from kubectl_dra.pools.slices import for_node
 from kubectl_dra.quantity import Quantity

@@ -198,7 +198,7 @@ def documents() -> dict[str, type]:
     from kubectl_dra.claims.summary import ClaimList
     from kubectl_dra.document import Finding
     from kubectl_dra.nodes.explain import NodeExplanation
-    from kubectl_dra.overlays.explain import OverlayExplanation
+    from kubectl_dra.overlays.document import OverlayExplanation
     from kubectl_dra.pods.explain import PodExplanation
     from kubectl_dra.scheduling.explain import Scheduling
     from kubectl_dra.taints.explain import TaintExplanation
