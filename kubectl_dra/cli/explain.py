@@ -1,5 +1,5 @@
 """``kubectl dra explain claim|pod|node NAME``: read one object and what it needs, run its core
-(`claims`, `pods`, `nodes`), print the result document."""
+(``claims``, ``pods``, ``nodes``), print the result document."""
 
 from __future__ import annotations
 

@@ -119,7 +119,8 @@ def _watch(env, opened, output, watch) -> int:
     from kubectl_dra.printers.documents import as_document
     from kubectl_dra.printers.style import Style
     from kubectl_dra.printers.taints import device_table, taint_table
-    from kubectl_dra.taints.explain import TaintExplanation, explain_taints
+    from kubectl_dra.taints.explain import explain_taints
+    from kubectl_dra.taints.document import TaintExplanation
 
     stream = RowStream(env, output, watch.events)
     # the watches start from lists taken before the view's read: nothing between them is missed
