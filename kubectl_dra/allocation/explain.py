@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from kubectl_dra.allocation.allocator import AllocatedState, Allocator, NodeOutcome
 from kubectl_dra.allocation.pools import gather
-from kubectl_dra.allocation.result import (Allocation, NodeAllocation, ProposalView, RejectedDevice, RequestView,
+from kubectl_dra.allocation.document import (Allocation, NodeAllocation, ProposalView, RejectedDevice, RequestView,
                                            ResultView)
 from kubectl_dra.document import Finding
 from kubectl_dra.model.base import InvalidField

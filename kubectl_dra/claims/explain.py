@@ -1,45 +1,17 @@
 """``kubectl dra explain claim``: what a claim got, who holds it, and why it may be stuck."""
-
 from __future__ import annotations
-
-
-from pydantic import Field
 
 from kubectl_dra.allocatable.devices import mapped_amounts
 from kubectl_dra.allocatable.entries import unknown_inputs
 from kubectl_dra.claims.findings import claim_findings
-from kubectl_dra.claims.reservations import ConsumerView, ReservationView, consumers, resolve
+from kubectl_dra.claims.reservations import consumers, resolve
 from kubectl_dra.claims.views import ClaimRef, DeviceView
-from kubectl_dra.allocation.result import Allocation
-from kubectl_dra.document import Document, Finding, Part
+from kubectl_dra.document import Finding
 from kubectl_dra.model.inventory import Inventory
 from kubectl_dra.pools.slices import slice_device
 from kubectl_dra.model.claim import DeviceRequestAllocationResult, ResourceClaim
 from kubectl_dra.model.resource import DeviceClass, ResourceSlice
-
-
-class NodeView(Part):
-    """The claim as one node's agent last saw it (its NodeEnforcementReport's ``status.claims``)."""
-
-    node: str
-    observed_at: str | None = None
-    prepared: bool | None = None
-    prepared_for: list[str] = Field(default_factory=list)
-    devices: list[str] = Field(default_factory=list)
-    cdi_devices: list[str] = Field(default_factory=list)
-    sources: list[str] = Field(default_factory=list)
-
-
-class ClaimExplanation(Document):
-    kind: str = "ClaimExplanation"
-    claim: ClaimRef
-    devices: list[DeviceView] = Field(default_factory=list)
-    reserved_for: list[ReservationView] = Field(default_factory=list)
-    reserved_for_limit: int = 256
-    consumers: list[ConsumerView] = Field(default_factory=list)
-    node_view: list[NodeView] = Field(default_factory=list)  # from agents' reports, when they have the claim
-    allocation: Allocation | None = None  # a claim not allocated yet: what the allocator would do now
-    findings: list[Finding] = Field(default_factory=list)
+from kubectl_dra.claims.document import ClaimExplanation, NodeView
 
 
 def node_views(claim: ResourceClaim, inventory: Inventory) -> tuple[list[NodeView], list[Finding]]:

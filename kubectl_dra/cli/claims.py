@@ -59,7 +59,7 @@ def claims(ctx: click.Context, kube, output, selector: str | None, only_findings
       kubectl dra claims -A --snapshot examples/cluster -o json
     """
     from kubectl_dra.claims.summary import SORT_ALIASES, SORT_KEYS, sort_key
-    from kubectl_dra.cli.runtime import open_for, report_problems, require_kinds
+    from kubectl_dra.cli.inputs import open_for, report_problems, require_kinds
     from kubectl_dra.kube.reads import ReadRequest
     from kubectl_dra.model.claim import ResourceClaim
     from kubectl_dra.printers.claims import claim_names, claim_table
@@ -101,7 +101,7 @@ def _context(namespace: str | None, detailed: bool) -> list:
     detailed view the pods that can matter to a claim, the slices and the PodGroups."""
     if not detailed:
         return []
-    from kubectl_dra.cli.runtime import claim_user_pods
+    from kubectl_dra.cli.inputs import claim_user_pods
     from kubectl_dra.kube.reads import ReadRequest
     from kubectl_dra.model.resource import ResourceSlice
     from kubectl_dra.model.scheduling import PodGroup
@@ -121,7 +121,7 @@ def _claim_list(opened, claims, detailed: bool, only_findings: bool, sort_by: st
                          sort_by=sort_by)
     if result.waiting:  # pending claims pods wait for: can any node take them now?
         from kubectl_dra.claims.summary import add_allocation_findings
-        from kubectl_dra.cli.runtime import add_reads
+        from kubectl_dra.cli.inputs import add_reads
         from kubectl_dra.model.node import Node
         from kubectl_dra.model.resource import DeviceClass, DeviceTaintRule
 
@@ -139,7 +139,7 @@ def _watch(env, opened, output, watch, wanted, detailed: bool, only_findings: bo
     PodGroups the row is computed from, so a row is never older than its claim. A row that could
     not be computed is said on stderr instead (exit 4)."""
     from kubectl_dra.claims.summary import ClaimList
-    from kubectl_dra.cli.runtime import require_kinds
+    from kubectl_dra.cli.inputs import require_kinds
     from kubectl_dra.cli.watching import RowStream, deadline, follow
     from kubectl_dra.errors import ApiError
     from kubectl_dra.kube.watch import KindWatch

@@ -72,7 +72,7 @@ def read_overlay_inputs(opened, catalog: Path | None, extra_requests=(), *, requ
 def _require_names(env, inventory, flags) -> None:
     """Each name given to a filter flag must exist: an unknown one would filter everything away
     and read as "no rows" (not found: exit 3, naming what does exist)."""
-    from kubectl_dra.cli.runtime import report_problems
+    from kubectl_dra.cli.inputs import report_problems
     from kubectl_dra.errors import NotFoundError
 
     for what, flag, given, known in flags:
@@ -115,9 +115,9 @@ def overlays(ctx: click.Context, kube, output, catalog, feature_gate, nodepools,
       kubectl dra overlays --nodepool gpu --overlay gpu-savings-plan
       kubectl dra overlays --catalog examples/cluster/karpenter/instance-types.yaml -o json
     """
-    from kubectl_dra.cli.runtime import open_for, report_problems
+    from kubectl_dra.cli.inputs import open_for, report_problems
     from kubectl_dra.model.karpenter import NodeOverlay, NodePool
-    from kubectl_dra.overlays.engine import evaluate
+    from kubectl_dra.overlays.explain import evaluate
     from kubectl_dra.printers.output import emit
     from kubectl_dra.printers.overlays import filter_result, overlay_tables
     from kubectl_dra.printers.style import Style

@@ -54,7 +54,7 @@ def taints(ctx: click.Context, kube, output, dry_run: bool, filename: Path | Non
       kubectl dra taints --dry-run -f examples/taint-rules/drain-worker-gpu-2.yaml --snapshot examples/cluster
     """
     from kubectl_dra.cli.exitcodes import ExitStatus
-    from kubectl_dra.cli.runtime import open_for, report_problems, require_kinds
+    from kubectl_dra.cli.inputs import open_for, report_problems, require_kinds
     from kubectl_dra.model.resource import ResourceSlice
     from kubectl_dra.printers.output import emit
     from kubectl_dra.printers.style import Style
@@ -94,7 +94,7 @@ def taints(ctx: click.Context, kube, output, dry_run: bool, filename: Path | Non
 
 def _reads() -> list:
     """Every kind the taint view is computed from."""
-    from kubectl_dra.cli.runtime import claim_user_pods
+    from kubectl_dra.cli.inputs import claim_user_pods
     from kubectl_dra.kube.reads import ReadRequest
     from kubectl_dra.model.claim import ResourceClaim
     from kubectl_dra.model.resource import DeviceTaintRule, ResourceSlice
@@ -109,7 +109,7 @@ def _watch(env, opened, output, watch) -> int:
     one change, after which every kind is read again and the view computed anew, exactly as
     without -w, so a row is never computed from a partial picture. If that read fails the rows
     stay as they were and stderr says so (exit 4)."""
-    from kubectl_dra.cli.runtime import require_kinds
+    from kubectl_dra.cli.inputs import require_kinds
     from kubectl_dra.cli.watching import RowStream, deadline, follow, merged
     from kubectl_dra.errors import ApiError
     from kubectl_dra.kube.reads import ReadRequest
@@ -119,7 +119,8 @@ def _watch(env, opened, output, watch) -> int:
     from kubectl_dra.printers.documents import as_document
     from kubectl_dra.printers.style import Style
     from kubectl_dra.printers.taints import device_table, taint_table
-    from kubectl_dra.taints.explain import TaintExplanation, explain_taints
+    from kubectl_dra.taints.explain import explain_taints
+    from kubectl_dra.taints.document import TaintExplanation
 
     stream = RowStream(env, output, watch.events)
     # the watches start from lists taken before the view's read: nothing between them is missed

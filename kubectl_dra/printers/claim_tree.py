@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kubectl_dra.claims.explain import ClaimExplanation
+from kubectl_dra.claims.document import ClaimExplanation
 from kubectl_dra.printers.allocation import allocation_lines
 from kubectl_dra.printers.findings import findings_lines
 from kubectl_dra.printers.style import Style

@@ -14,7 +14,7 @@ from kubectl_dra.printers.output import Printed
 from kubectl_dra.printers.style import Style
 from kubectl_dra.printers.table import Column, cell, render
 from kubectl_dra.printers.claims import EVENT_COLUMN
-from kubectl_dra.taints.explain import TaintedDevice, TaintExplanation
+from kubectl_dra.taints.document import TaintedDevice, TaintExplanation
 from kubectl_dra.text import wrap_lines
 
 EFFECT_ORDER = {"NoExecute": 0, "NoSchedule": 1}  # the strongest effect decides what happens to the pods

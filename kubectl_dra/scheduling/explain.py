@@ -6,73 +6,20 @@ into a document: the message the scheduler would write now, every node's verdict
 scheduler's words with the numbers behind them, what this tool could not decide, and the next
 step. Preemption is never evaluated, and the document says so.
 """
-
 from __future__ import annotations
 
 import dataclasses
-
-from pydantic import Field
-
-from kubectl_dra.document import Finding, Part, part
+from kubectl_dra.document import Finding
 from kubectl_dra.model.inventory import Inventory
 from kubectl_dra.model.pod import Pod
 from kubectl_dra.scheduling.cycle import Attempt, NodeVerdict, run
-from kubectl_dra.scheduling.framework import Cycle, Evidence, NodeInfo, PodInfo, Status
+from kubectl_dra.scheduling.framework import Cycle, Evidence, NodeInfo, PodInfo
 from kubectl_dra.scheduling.profile import DEFAULT_SCHEDULER, Profile, default_profile
+from kubectl_dra.scheduling.document import NodeScheduling, NotEvaluated, PluginReasons, ReasonEvidence, Scheduling
 
 PREEMPTION = ("preemption is not evaluated: when the pod has a priority above pods on a node, the scheduler may "
               "evict them to make room (its message then goes on after \" preemption:\")")
 GATED = "Scheduling is blocked due to non-empty scheduling gates"  # the PodScheduled message for a gated pod
-
-
-@part
-class ReasonEvidence:
-    reason: str
-    resource: str | None = None
-    requested: str | None = None
-    dra: str | None = None
-    overhead: str | None = None
-    allocatable: str | None = None
-    used: str | None = None
-    detail: str | None = None
-
-
-@part
-class PluginReasons:
-    plugin: str
-    reasons: list[str] = dataclasses.field(default_factory=list)
-
-
-@part
-class NotEvaluated:
-    plugin: str
-    why: str
-
-
-@part
-class NodeScheduling:
-    node: str
-    fits: bool | None  # None: this tool cannot tell (see undetermined)
-    plugin: str | None = None  # the filter that refused it, as the scheduler reports it
-    reasons: list[str] = dataclasses.field(default_factory=list)  # the scheduler's words
-    evidence: list[ReasonEvidence] = dataclasses.field(default_factory=list)
-    also: list[PluginReasons] = dataclasses.field(default_factory=list)  # later filters that refuse it too
-    undetermined: list[NotEvaluated] = dataclasses.field(default_factory=list)
-
-
-class Scheduling(Part):
-    message: str | None = None  # the scheduler's FitError message now, up to " preemption:"; None: it fits
-    message_known: bool = True  # False: some node cannot be decided, so no message is claimed
-    feasible_nodes: list[str] = Field(default_factory=list)
-    nodes_checked: int = 0
-    nodes: list[NodeScheduling] = Field(default_factory=list)
-    not_evaluated: list[NotEvaluated] = Field(default_factory=list)
-    profile: str = ""
-    nominated_node: str | None = None
-    recorded: str | None = None  # the PodScheduled message the scheduler last wrote on the pod
-    waiting: list[NotEvaluated] = Field(default_factory=list)  # why the scheduler does not try the pod yet
-    error: str | None = None  # the scheduler would fail with this error instead
-    next_step: str | None = None
 
 
 def build_cycle(pod: Pod, inventory: Inventory, profile: Profile) -> Cycle:

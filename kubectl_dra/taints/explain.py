@@ -15,16 +15,11 @@ A taint of a slice or a toleration of an allocation result that did not validate
 makes the outcome for that claim ``Unknown`` (with the field): what it would have decided is not
 guessed from what is left.
 """
-
 from __future__ import annotations
 
-import dataclasses
 from datetime import datetime, timedelta, timezone
-from typing import Iterable, Literal
-
-from pydantic import Field
-
-from kubectl_dra.document import Document, Finding, part
+from typing import Iterable
+from kubectl_dra.document import Finding
 from kubectl_dra.model.inventory import Inventory
 from kubectl_dra.model.pod import Pod
 from kubectl_dra.model.claim import ResourceClaim, is_reserved_for_pod
@@ -32,45 +27,9 @@ from kubectl_dra.model.resource import DeviceTaint, DeviceTaintRule, ResourceSli
 from kubectl_dra.pools.slices import current_slices
 from kubectl_dra.taints.tolerations import tolerates
 from kubectl_dra.text import plural
+from kubectl_dra.taints.document import ConsumerOutcome, TaintExplanation, TaintView, TaintedDevice
 
-Outcome = Literal["Evicted", "EvictionPending", "WouldEvict", "Tolerated", "BlocksNewAllocations", "Unknown"]
 Key = tuple[str, str, str]  # driver, pool, device
-
-
-@part
-class TaintView:
-    key: str
-    value: str = ""
-    effect: str = ""
-    time_added: str | None = None
-    source: str = "slice"  # "slice" or "rule/<name>"
-
-
-@part
-class ConsumerOutcome:
-    claim: str  # namespace/name
-    pods: list[str] = dataclasses.field(default_factory=list)  # namespace/name
-    outcome: Outcome = "Tolerated"
-    evict_at: str | None = None  # when the controller deletes the pods (NoExecute)
-    unknown: str | None = None  # outcome Unknown: the field that did not validate
-
-
-@part
-class TaintedDevice:
-    device: str  # driver/pool/device
-    node: str | None = None
-    taints: list[TaintView] = dataclasses.field(default_factory=list)
-    consumers: list[ConsumerOutcome] = dataclasses.field(default_factory=list)
-    published: bool = True  # False: only an allocation names it (a rule still taints it)
-    unknown: str | None = None  # a taint of its slice did not validate: which field
-
-
-class TaintExplanation(Document):
-    kind: str = "TaintExplanation"
-    dry_run: bool = False
-    rule: str | None = None  # the rule evaluated with --dry-run
-    devices: list[TaintedDevice] = Field(default_factory=list)
-    findings: list[Finding] = Field(default_factory=list)
 
 
 def _time(value) -> str | None:

@@ -193,15 +193,15 @@ def test_named_paths():
 
 def documents() -> dict[str, type]:
     """Every result document by kind, and the parts that several of them share, by name."""
-    from kubectl_dra.allocation.result import Allocation
-    from kubectl_dra.claims.explain import ClaimExplanation
+    from kubectl_dra.allocation.document import Allocation
+    from kubectl_dra.claims.document import ClaimExplanation
     from kubectl_dra.claims.summary import ClaimList
     from kubectl_dra.document import Finding
-    from kubectl_dra.nodes.explain import NodeExplanation
-    from kubectl_dra.overlays.explain import OverlayExplanation
-    from kubectl_dra.pods.explain import PodExplanation
-    from kubectl_dra.scheduling.explain import Scheduling
-    from kubectl_dra.taints.explain import TaintExplanation
+    from kubectl_dra.nodes.document import NodeExplanation
+    from kubectl_dra.overlays.document import OverlayExplanation
+    from kubectl_dra.pods.document import PodExplanation
+    from kubectl_dra.scheduling.document import Scheduling
+    from kubectl_dra.taints.document import TaintExplanation
     from kubectl_dra.verify.report import NodeEnforcementReport, VerifyResult
 
     kinds = [ClaimList, ClaimExplanation, PodExplanation, NodeExplanation, OverlayExplanation, TaintExplanation,

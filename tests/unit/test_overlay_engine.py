@@ -16,7 +16,8 @@ from kubectl_dra.kube.snapshot import load_snapshot
 from kubectl_dra.model.karpenter import NodeClaim, NodeOverlay, NodePool
 from kubectl_dra.model.node import Node
 from kubectl_dra.overlays.catalog import InstanceType, from_catalog, infer_from_cluster
-from kubectl_dra.overlays.engine import evaluate, processing_order
+from kubectl_dra.overlays.engine import processing_order
+from kubectl_dra.overlays.explain import evaluate
 from kubectl_dra.overlays.requirements import Requirement, Requirements, offering_compatible
 from kubectl_dra.overlays.validation import runtime_errors, validate_overlay
 

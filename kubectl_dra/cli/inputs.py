@@ -1,5 +1,7 @@
-"""What every kubectl-dra command does around its core: report problems and pick the exit code,
-fetch the named object first, join the rest of the reads."""
+"""A command's inputs: open the source (cluster or snapshot), fetch the named object first, join
+the rest of the reads, and report what could not be read with the exit code it implies.
+
+(Not ``runtime``: in this tool ``--runtime`` is the container runtime, containerd or CRI-O.)"""
 
 from __future__ import annotations
 
