@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from kubectl_dra.allocation.cel import CELBeyondEvaluator, CELError, compile_selector, evaluate, quantity_value, semver_value
-from kubectl_dra.allocation.pools import Gathered, Pool, node_matches
+from kubectl_dra.allocation.gather import Gathered, Pool, node_matches
 from kubectl_dra.allocation.state import AllocatedState
 from kubectl_dra.model.node import Node
 from kubectl_dra.model.claim import DeviceToleration, ExactDeviceRequest, ResourceClaim

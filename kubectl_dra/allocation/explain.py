@@ -4,7 +4,7 @@ the document of docs/contracts.md §3.9 "Allocation", and the findings that say 
 from __future__ import annotations
 
 from kubectl_dra.allocation.allocator import AllocatedState, Allocator, NodeOutcome
-from kubectl_dra.allocation.pools import gather
+from kubectl_dra.allocation.gather import gather
 from kubectl_dra.allocation.document import (Allocation, NodeAllocation, ProposalView, RejectedDevice, RequestView,
                                            ResultView)
 from kubectl_dra.document import Finding

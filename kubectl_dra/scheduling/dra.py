@@ -114,7 +114,7 @@ class DynamicResources(Plugin):
                     reason=reason, detail=f"reserved for {', '.join(r.name for r in claim.status.reserved_for)}")])
         picks = []
         if state.allocator is not None:
-            from kubectl_dra.allocation.pools import gather
+            from kubectl_dra.allocation.gather import gather
 
             by_node, shared, by_pool = state.index
             outcome = state.allocator.allocate(node.node, gather(node.node, [*by_node.get(node.name, ()), *shared],

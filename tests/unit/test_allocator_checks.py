@@ -9,7 +9,7 @@ import pytest
 from builders import claim
 
 from kubectl_dra.allocation.allocator import AllocatedState, Allocator
-from kubectl_dra.allocation.pools import gather
+from kubectl_dra.allocation.gather import gather
 from kubectl_dra.model.registry import parse_object
 
 GPU, NODE = "gpu.example.com", "worker-1"

@@ -13,7 +13,7 @@ from builders import claim, pod, reserved_pod
 
 from kubectl_dra.allocation.allocator import AllocatedState, Allocator
 from kubectl_dra.allocation.explain import template_claim
-from kubectl_dra.allocation.pools import gather
+from kubectl_dra.allocation.gather import gather
 from kubectl_dra.model.inventory import Inventory
 from kubectl_dra.model.registry import invalid_field_problems, parse_object
 from kubectl_dra.quantity import Quantity
