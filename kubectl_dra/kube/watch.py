@@ -60,12 +60,17 @@ class KindWatch:
 
     def list(self) -> tuple[list[KubeObject], Inventory]:
         """The kind as it is now, and the inventory of the read (its problems, whether it was read)."""
+        objects, inventory = self._take_list()
+        self.api_version = self.source._version(self.request, Inventory())
+        self.readable = self.request.model.KIND in inventory.read_kinds
+        return objects, inventory
+
+    def _take_list(self) -> tuple[list[KubeObject], Inventory]:
+        """List the kind; what is known and the resourceVersion to watch from become the list's."""
         inventory = Inventory()
         objects = list(self.source.stream(self.request, inventory))
-        self.api_version = self.source._version(self.request, Inventory())
         self.version = self.source.list_version
         self.known = {_key(o): o for o in objects}
-        self.readable = self.request.model.KIND in inventory.read_kinds
         return objects, inventory
 
     def expired(self) -> bool:
@@ -167,15 +172,12 @@ class KindWatch:
         """List again after a 410; what changed meanwhile, as events."""
         self.relists += 1
         before = self.known
-        inventory = Inventory()
-        objects = list(self.source.stream(self.request, inventory))
+        objects, inventory = self._take_list()
         if self.request.model.KIND not in inventory.read_kinds:
             raise ApiError(f"the watch of {self.request.resource} expired (410) and listing it again failed: "
                            + "; ".join(p.message for p in inventory.problems))
         for problem in inventory.problems:
             self.warn(problem.message)
-        self.version = self.source.list_version
-        self.known = {_key(o): o for o in objects}
         for key, old in before.items():  # gone, or replaced by a new object of the same name
             now = self.known.get(key)
             if now is None or now.uid != old.uid:

@@ -43,17 +43,25 @@ def when_watching(server, resource: str, changes, count: int = 1) -> threading.T
     return thread
 
 
+def claim_lifecycle(server, name: str, user_name: str, *, add_user: bool) -> None:
+    """Claim ``name`` is created pending, allocated, reserved by pod ``user_name`` (which the server
+    holds only when ``add_user``), then deleted, a step every 0.2 s."""
+    server.add(claim(name, devices=(), node=None))
+    time.sleep(0.2)
+    server.add(fresh(claim(name, devices=ALLOCATED)))
+    time.sleep(0.2)
+    user = pod(user_name, claims={"gpu": name})
+    if add_user:
+        server.add(user)
+    server.add(fresh(claim(name, devices=ALLOCATED, reserved_for=[
+        {"resource": "pods", "name": user_name, "uid": user["metadata"]["uid"]}])))
+    time.sleep(0.2)
+    server.remove("resourceclaims", name, "ml")
+
+
 def claim_changes(server) -> None:
     """b is created pending, allocated, reserved by a pod, deleted."""
-    server.add(claim("b", devices=(), node=None))
-    time.sleep(0.2)
-    server.add(fresh(claim("b", devices=ALLOCATED)))
-    time.sleep(0.2)
-    user = pod("user", claims={"gpu": "b"})
-    server.add(fresh(claim("b", devices=ALLOCATED, reserved_for=[{"resource": "pods", "name": "user",
-                                                                   "uid": user["metadata"]["uid"]}])))
-    time.sleep(0.2)
-    server.remove("resourceclaims", "b", "ml")
+    claim_lifecycle(server, "b", "user", add_user=False)
 
 
 @pytest.fixture
@@ -333,16 +341,7 @@ def readme_watch_examples() -> dict[str, list[str]]:
 
 def readme_claims(server) -> None:
     """What the claims example shows: train-gpu created, allocated, reserved by its pod, deleted."""
-    server.add(claim("train-gpu", devices=(), node=None))
-    time.sleep(0.2)
-    server.add(fresh(claim("train-gpu", devices=ALLOCATED)))
-    time.sleep(0.2)
-    trainer = pod("trainer-0", claims={"gpu": "train-gpu"})
-    server.add(trainer)
-    server.add(fresh(claim("train-gpu", devices=ALLOCATED, reserved_for=[
-        {"resource": "pods", "name": "trainer-0", "uid": trainer["metadata"]["uid"]}])))
-    time.sleep(0.2)
-    server.remove("resourceclaims", "train-gpu", "ml")
+    claim_lifecycle(server, "train-gpu", "trainer-0", add_user=True)
 
 
 def readme_taints(server) -> None:
