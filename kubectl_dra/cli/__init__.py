@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from kubectl_dra.cli.exitcodes import EPILOG, ExitStatus
+from kubectl_dra.exitcodes import EPILOG, ExitStatus
 from kubectl_dra.cli.lazy import LazyGroup
 from kubectl_dra.flags.connection import root_kube_options
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import click
 
 from kubectl_dra.flags.completion import choices
-from kubectl_dra.cli.exitcodes import EPILOG
+from kubectl_dra.exitcodes import EPILOG
 from kubectl_dra.cli.options import check_label_selector
 from kubectl_dra.flags.output import output_options
-from kubectl_dra.cli.watching import check_watch, watch_options
+from kubectl_dra.flags.watch import check_watch, watch_options
 from kubectl_dra.flags.connection import kube_options
 
 
@@ -59,7 +59,7 @@ def claims(ctx: click.Context, kube, output, selector: str | None, only_findings
       kubectl dra claims -A --snapshot examples/cluster -o json
     """
     from kubectl_dra.claims.summary import SORT_ALIASES, SORT_KEYS, sort_key
-    from kubectl_dra.cli.inputs import open_for, report_problems, require_kinds
+    from kubectl_dra.commands.inputs import open_for, report_problems, require_kinds
     from kubectl_dra.kube.reads import ReadRequest
     from kubectl_dra.model.claim import ResourceClaim
     from kubectl_dra.printers.claims import claim_names, claim_table
@@ -76,7 +76,7 @@ def claims(ctx: click.Context, kube, output, selector: str | None, only_findings
     detailed = output.format in ("wide", "json", "yaml") or only_findings or sort_key(sort_by) is SORT_KEYS["findings"]
     wanted = ReadRequest(ResourceClaim, opened.namespace, label_selector=selector, keep_raw=False)
     if watch.on:
-        from kubectl_dra.cli.watching import run
+        from kubectl_dra.commands.watching import run
 
         ctx.exit(run(lambda: _watch(env, opened, output, watch, wanted, detailed, only_findings, sort_by)))
     opened.source.prime([wanted, *_context(opened.namespace, detailed)])  # every kind's first page at once
@@ -101,7 +101,7 @@ def _context(namespace: str | None, detailed: bool) -> list:
     detailed view the pods that can matter to a claim, the slices and the PodGroups."""
     if not detailed:
         return []
-    from kubectl_dra.cli.inputs import claim_user_pods
+    from kubectl_dra.commands.inputs import claim_user_pods
     from kubectl_dra.kube.reads import ReadRequest
     from kubectl_dra.model.resource import ResourceSlice
     from kubectl_dra.model.scheduling import PodGroup
@@ -121,7 +121,7 @@ def _claim_list(opened, claims, detailed: bool, only_findings: bool, sort_by: st
                          sort_by=sort_by)
     if result.waiting:  # pending claims pods wait for: can any node take them now?
         from kubectl_dra.claims.summary import add_allocation_findings
-        from kubectl_dra.cli.inputs import add_reads
+        from kubectl_dra.commands.inputs import add_reads
         from kubectl_dra.model.node import Node
         from kubectl_dra.model.resource import DeviceClass, DeviceTaintRule
 
@@ -134,13 +134,13 @@ def _claim_list(opened, claims, detailed: bool, only_findings: bool, sort_by: st
 
 
 def _watch(env, opened, output, watch, wanted, detailed: bool, only_findings: bool, sort_by: str) -> int:
-    """The list, then a row per claim event (see kubectl_dra.cli.watching). A row needs only its
+    """The list, then a row per claim event (see kubectl_dra.commands.watching). A row needs only its
     claim in the plain table; in the detailed view each event re-reads the pods, slices and
     PodGroups the row is computed from, so a row is never older than its claim. A row that could
     not be computed is said on stderr instead (exit 4)."""
     from kubectl_dra.claims.summary import ClaimList
-    from kubectl_dra.cli.inputs import require_kinds
-    from kubectl_dra.cli.watching import RowStream, deadline, follow
+    from kubectl_dra.commands.inputs import require_kinds
+    from kubectl_dra.commands.watching import RowStream, deadline, follow
     from kubectl_dra.errors import ApiError
     from kubectl_dra.kube.watch import KindWatch
     from kubectl_dra.model.claim import ResourceClaim

@@ -8,11 +8,11 @@ from pathlib import Path
 import click
 
 from kubectl_dra.flags.completion import object_names
-from kubectl_dra.cli.exitcodes import EPILOG
+from kubectl_dra.exitcodes import EPILOG
 from kubectl_dra.flags.node import node_options
 from kubectl_dra.flags.output import output_options
 from kubectl_dra.flags.connection import kube_options, root_kube_options
-from kubectl_dra.cli.overlays import catalog_option
+from kubectl_dra.flags.catalog import catalog_option
 
 
 @click.group("explain", epilog=EPILOG)
@@ -48,7 +48,7 @@ def claim(ctx: click.Context, kube, output, pod_name: str | None, only_node: str
       kubectl dra explain claim trainer-gpus-hd295 -A      # whichever namespace holds it (one must)
     """
     from kubectl_dra.claims.explain import explain_claim
-    from kubectl_dra.cli.inputs import fetch_named, open_for, read_around, report_problems, slice_requests
+    from kubectl_dra.commands.inputs import fetch_named, open_for, read_around, report_problems, slice_requests
     from kubectl_dra.kube.reads import ReadRequest
     from kubectl_dra.model.pod import Pod
     from kubectl_dra.model.registry import models
@@ -95,7 +95,7 @@ def claim(ctx: click.Context, kube, output, pod_name: str | None, only_node: str
     result = explain_claim(found, inventory)
     if found.status.allocation is None and not found.deleted:  # why is it pending: the allocator, node by node
         from kubectl_dra.allocation.explain import allocation_findings, explain_allocation
-        from kubectl_dra.cli.inputs import add_reads, allocation_requests
+        from kubectl_dra.commands.inputs import add_reads, allocation_requests
 
         add_reads(opened, inventory, allocation_requests(namespace, only_node))
         result.allocation = explain_allocation([found], inventory, only_node=only_node)
@@ -114,7 +114,7 @@ def _require_node(env, opened, name: str | None) -> None:
     """``--node NAME`` must name a node that exists: a missing one would narrow the allocation to
     no nodes at all and read as "fits nowhere" (not found: exit 3; could not read: also exit 3)."""
     if name is not None:
-        from kubectl_dra.cli.inputs import fetch_named
+        from kubectl_dra.commands.inputs import fetch_named
         from kubectl_dra.model.node import Node
 
         fetch_named(env, opened, Node, None, name)
@@ -123,7 +123,7 @@ def _require_node(env, opened, name: str | None) -> None:
 def _claim_of_pod(env, opened, namespace: str | None, pod_name: str, pod_claim: str | None) -> tuple[str, str]:
     """The ResourceClaim object (name, namespace) behind one of a pod's claims, as the kubelet
     resolves it."""
-    from kubectl_dra.cli.inputs import fetch_named
+    from kubectl_dra.commands.inputs import fetch_named
     from kubectl_dra.errors import NotFoundError
     from kubectl_dra.model.pod import Pod
 
@@ -187,7 +187,7 @@ def pod(ctx: click.Context, kube, output, node_flags, only_node: str | None, sch
       kubectl dra explain pod embedder -n ml --snapshot examples/cluster --memory-qos legacy
     """
     from kubectl_dra.cgroups.options import resolve
-    from kubectl_dra.cli.inputs import fetch_named, open_for, read_around, report_problems, slice_requests
+    from kubectl_dra.commands.inputs import fetch_named, open_for, read_around, report_problems, slice_requests
     from kubectl_dra.kube.reads import ReadRequest
     from kubectl_dra.model.node import Node
     from kubectl_dra.model.pod import Pod
@@ -227,7 +227,7 @@ def pod(ctx: click.Context, kube, output, node_flags, only_node: str | None, sch
         _scheduling(opened, found, inventory, result, scheduler_config, only_node)
     if not found.node_name and found.spec.resource_claims and not found.is_done:
         from kubectl_dra.allocation.explain import allocation_findings, explain_allocation, pod_claims
-        from kubectl_dra.cli.inputs import add_reads, allocation_requests
+        from kubectl_dra.commands.inputs import add_reads, allocation_requests
 
         if result.scheduling is None:
             add_reads(opened, inventory, allocation_requests(namespace, only_node))
@@ -244,7 +244,7 @@ def pod(ctx: click.Context, kube, output, node_flags, only_node: str | None, sch
 
 def _scheduling(opened, found, inventory, result, scheduler_config: Path | None, only_node: str | None) -> None:
     """Every filter of the scheduler's profile on every node, into ``result.scheduling``."""
-    from kubectl_dra.cli.inputs import add_reads
+    from kubectl_dra.commands.inputs import add_reads
     from kubectl_dra.scheduling.explain import explain_scheduling, unschedulable_finding
     from kubectl_dra.scheduling.reads import scheduling_reads
 
@@ -282,7 +282,7 @@ def _proposals(opened, claims, inventory) -> list:
     """Would Karpenter launch a node for it: the claims on each NodePool x instance type with the
     slices the NodeOverlay templates predict (none without NodePools or templates)."""
     from kubectl_dra.allocation.explain import explain_proposals
-    from kubectl_dra.cli.overlays import read_overlay_inputs
+    from kubectl_dra.commands.inputs import read_overlay_inputs
     from kubectl_dra.model.karpenter import NodeOverlay, NodePool
     from kubectl_dra.overlays.explain import evaluate
 
@@ -315,8 +315,8 @@ def node(ctx: click.Context, kube, output, catalog, feature_gate, name: str) -> 
       kubectl dra explain node worker-gpu-1
       kubectl dra explain node worker-cpu-1 --snapshot examples/cluster -o json
     """
-    from kubectl_dra.cli.overlays import read_overlay_inputs
-    from kubectl_dra.cli.inputs import fetch_named, join_first, open_for, report_problems
+    from kubectl_dra.commands.inputs import read_overlay_inputs
+    from kubectl_dra.commands.inputs import fetch_named, join_first, open_for, report_problems
     from kubectl_dra.kube.reads import ReadRequest
     from kubectl_dra.model.node import Node
     from kubectl_dra.model.pod import Pod

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from kubectl_dra.cli.exitcodes import EPILOG
+from kubectl_dra.exitcodes import EPILOG
 from kubectl_dra.flags.connection import kube_options
 
 
@@ -42,7 +42,7 @@ def snapshot(ctx: click.Context, kube, output_dir: Path, overwrite: bool, no_hea
       kubectl dra claims -A --snapshot bundle/
     """
     from kubectl_dra import __version__
-    from kubectl_dra.cli.inputs import open_for, report_problems, require_kinds
+    from kubectl_dra.commands.inputs import open_for, report_problems, require_kinds
     from kubectl_dra.kube.reads import ReadRequest
     from kubectl_dra.kube.snapshot import check_target, write_snapshot
     from kubectl_dra.model.registry import models

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import click
 
-from kubectl_dra.cli.exitcodes import EPILOG
+from kubectl_dra.exitcodes import EPILOG
 from kubectl_dra.flags.output import output_options
-from kubectl_dra.cli.watching import check_watch, watch_options
+from kubectl_dra.flags.watch import check_watch, watch_options
 from kubectl_dra.flags.connection import kube_options
 
 
@@ -53,8 +53,8 @@ def taints(ctx: click.Context, kube, output, dry_run: bool, filename: Path | Non
       kubectl dra taints -o wide --snapshot examples/cluster
       kubectl dra taints --dry-run -f examples/taint-rules/drain-worker-gpu-2.yaml --snapshot examples/cluster
     """
-    from kubectl_dra.cli.exitcodes import ExitStatus
-    from kubectl_dra.cli.inputs import open_for, report_problems, require_kinds
+    from kubectl_dra.exitcodes import ExitStatus
+    from kubectl_dra.commands.inputs import open_for, report_problems, require_kinds
     from kubectl_dra.model.resource import ResourceSlice
     from kubectl_dra.printers.output import emit
     from kubectl_dra.printers.style import Style
@@ -77,7 +77,7 @@ def taints(ctx: click.Context, kube, output, dry_run: bool, filename: Path | Non
     env.color = output.color
     opened = open_for(env, kube)
     if watch.on:
-        from kubectl_dra.cli.watching import run
+        from kubectl_dra.commands.watching import run
 
         ctx.exit(run(lambda: _watch(env, opened, output, watch)))
     inventory = opened.source.read(_reads())
@@ -94,7 +94,7 @@ def taints(ctx: click.Context, kube, output, dry_run: bool, filename: Path | Non
 
 def _reads() -> list:
     """Every kind the taint view is computed from."""
-    from kubectl_dra.cli.inputs import claim_user_pods
+    from kubectl_dra.commands.inputs import claim_user_pods
     from kubectl_dra.kube.reads import ReadRequest
     from kubectl_dra.model.claim import ResourceClaim
     from kubectl_dra.model.resource import DeviceTaintRule, ResourceSlice
@@ -109,8 +109,8 @@ def _watch(env, opened, output, watch) -> int:
     one change, after which every kind is read again and the view computed anew, exactly as
     without -w, so a row is never computed from a partial picture. If that read fails the rows
     stay as they were and stderr says so (exit 4)."""
-    from kubectl_dra.cli.inputs import require_kinds
-    from kubectl_dra.cli.watching import RowStream, deadline, follow, merged
+    from kubectl_dra.commands.inputs import require_kinds
+    from kubectl_dra.commands.watching import RowStream, deadline, follow, merged
     from kubectl_dra.errors import ApiError
     from kubectl_dra.kube.reads import ReadRequest
     from kubectl_dra.kube.watch import KindWatch

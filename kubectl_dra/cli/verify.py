@@ -63,7 +63,7 @@ def verify(ctx: click.Context, kube, node_flags, nodes, selector, cgroup_root, k
       kubectl dra verify -A --snapshot examples/cluster
       kubectl dra verify --cgroup-root /sys/fs/cgroup --node "$(hostname)"
     """
-    from kubectl_dra.cli.inputs import open_for
+    from kubectl_dra.commands.inputs import open_for
     from kubectl_dra.nodescan.node import HostPaths
     from kubectl_dra.printers.verify import print_verify
     from kubectl_dra.verify.result import verify_result
@@ -109,7 +109,7 @@ def _scan_here(env, opened, node: str | None, host, node_flags: dict):
 
 def _from_reports(env, opened, nodes, selector, namespace, pod, kube):
     """The agents' reports, re-checked against the pods now, and the nodes asked about that have none."""
-    from kubectl_dra.cli.inputs import report_problems
+    from kubectl_dra.commands.inputs import report_problems
     from kubectl_dra.errors import NotFoundError
     from kubectl_dra.kube.reads import ReadRequest
     from kubectl_dra.model.node import Node
@@ -148,7 +148,7 @@ def _from_reports(env, opened, nodes, selector, namespace, pod, kube):
 def _check_pod(env, inventory, pod: str | None, namespace: str | None, nodes, kube, *, here: bool) -> None:
     """A POD that is not there, or runs on another node than --node, is an error (exit 3), never
     "no pods to check"."""
-    from kubectl_dra.cli.inputs import report_problems
+    from kubectl_dra.commands.inputs import report_problems
     from kubectl_dra.errors import NotFoundError
     from kubectl_dra.model.pod import Pod
 
@@ -175,8 +175,8 @@ def _check_pod(env, inventory, pod: str | None, namespace: str | None, nodes, ku
 def _exit_status(env, inventory, reports, missing: dict[str, int]) -> int:
     """The first that applies: 1 a trusted divergence or claim finding; 4 pods not verified (named on
     stderr) or a read that failed; else 0."""
-    from kubectl_dra.cli.exitcodes import ExitStatus
-    from kubectl_dra.cli.inputs import report_problems
+    from kubectl_dra.exitcodes import ExitStatus
+    from kubectl_dra.commands.inputs import report_problems
     from kubectl_dra.printers.reports import unverified_pods
     from kubectl_dra.text import plural
 
@@ -195,7 +195,7 @@ def _exit_status(env, inventory, reports, missing: dict[str, int]) -> int:
 
 def _one_namespace(env, inventory, pod: str) -> None:
     """A POD named without -n in a snapshot (every namespace) must be in one of them."""
-    from kubectl_dra.cli.inputs import report_problems
+    from kubectl_dra.commands.inputs import report_problems
     from kubectl_dra.errors import InputError
     from kubectl_dra.model.pod import Pod
 

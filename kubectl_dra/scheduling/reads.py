@@ -2,7 +2,7 @@
 
 Every node and every pod (bound pods use the nodes' room, ports and topology; nominated ones are
 counted as the scheduler counts them), the namespaces (inter-pod affinity's namespaceSelector),
-and what the DynamicResources filter needs (kubectl_dra/cli/inputs.allocation_requests). Volume
+and what the DynamicResources filter needs (kubectl_dra/commands/inputs.allocation_requests). Volume
 kinds are read only when the pod has a volume the volume filters look at.
 """
 

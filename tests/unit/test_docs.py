@@ -261,7 +261,7 @@ def test_contracts_show_every_document_as_the_models_serialize_it():
 
 
 def test_contracts_list_every_exit_code():
-    from kubectl_dra.cli.exitcodes import ExitStatus
+    from kubectl_dra.exitcodes import ExitStatus
 
     text = (DOCS / "contracts.md").read_text()
     assert [s for s in ExitStatus if not re.search(rf"^\| {s.value} \|", text, re.M)] == []

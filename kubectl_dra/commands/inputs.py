@@ -5,9 +5,10 @@ the rest of the reads, and report what could not be read with the exit code it i
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kubectl_dra.cli.exitcodes import ExitStatus
+from kubectl_dra.exitcodes import ExitStatus
 from kubectl_dra.env import Environment
 from kubectl_dra.kube.options import KubeOptions
 from kubectl_dra.kube.sources import Opened, open_source
@@ -127,3 +128,46 @@ def join_first(inventory: Inventory, found, first: Inventory) -> Inventory:
 def read_around(opened: Opened, found, first: Inventory, requests) -> Inventory:
     """The rest of what a command needs, joined with the object fetched first."""
     return join_first(opened.source.read(requests), found, first)
+
+
+def read_overlay_inputs(opened, catalog: Path | None, extra_requests=(), *, require_overlays: bool = True):
+    """Overlays, NodePools, NodeClaims, Nodes (+ extra kinds), and the instance types to evaluate.
+
+    Without Karpenter, ``overlays`` has nothing to say (an error); ``explain node`` goes on without."""
+    from kubectl_dra.errors import InputError
+    from kubectl_dra.kube.reads import ReadRequest
+    from kubectl_dra.kube.snapshot import read_documents
+    from kubectl_dra.model.karpenter import NodeClaim, NodeOverlay, NodePool
+    from kubectl_dra.model.node import Node
+    from kubectl_dra.overlays.catalog import from_catalog, infer_from_cluster
+
+    inventory = opened.source.read([ReadRequest(NodeOverlay, required=require_overlays),
+                                    ReadRequest(NodePool, required=require_overlays),
+                                    ReadRequest(NodeClaim, required=False), ReadRequest(Node, required=False),
+                                    *extra_requests])
+    if require_overlays and "NodeOverlay" not in inventory.read_kinds:
+        from kubectl_dra.errors import NotFoundError
+
+        reason = next((p.message for p in inventory.problems if p.kind == "NodeOverlay"), "")
+        raise NotFoundError(f"no NodeOverlays to explain: {reason or 'they could not be read'} "
+                            "(is Karpenter installed, with the NodeOverlay CRD?)")
+    documents = list(inventory.documents.get("InstanceTypeCatalog", []))
+    if catalog is not None:
+        if str(catalog) == "-" and getattr(opened.source, "path", None) == "-":
+            raise InputError("--catalog - and --snapshot - both read standard input: give one of them a file")
+        documents = [d for d in read_documents(catalog, allow_stdin=True) if isinstance(d, dict)
+                     and d.get("kind") == "InstanceTypeCatalog"]
+        if not documents:
+            raise InputError(f"{catalog}: no InstanceTypeCatalog document in it")
+    from kubectl_dra.model.inventory import Problem
+
+    instance_types, catalog_problems = [], []
+    for doc in documents:
+        found: list[str] = []
+        instance_types.extend(from_catalog(doc, found))
+        where = str(catalog) if catalog is not None else inventory.document_files.get(id(doc))
+        catalog_problems += [f"{where}: {m}" if where else m for m in found]
+    inventory.problems += [Problem(message=m, kind="InstanceTypeCatalog") for m in catalog_problems]
+    if not documents:
+        instance_types = infer_from_cluster(inventory.all(Node), inventory.all(NodeClaim), inventory.all(NodePool))
+    return inventory, instance_types
