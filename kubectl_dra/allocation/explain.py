@@ -3,18 +3,20 @@ the document of docs/contracts.md §3.9 "Allocation", and the findings that say 
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
+
 from kubectl_dra.allocation.allocator import AllocatedState, Allocator, NodeOutcome
 from kubectl_dra.allocation.gather import gather
-from kubectl_dra.allocation.document import (Allocation, NodeAllocation, ProposalView, RejectedDevice, RequestView,
-                                           ResultView)
+from kubectl_dra.allocation.document import Allocation, NodeAllocation, RejectedDevice, RequestView, ResultView
 from kubectl_dra.document import Finding
 from kubectl_dra.model.base import InvalidField
 from kubectl_dra.model.inventory import Inventory
 from kubectl_dra.model.node import Node
 from kubectl_dra.model.pod import Pod
 from kubectl_dra.model.claim import ResourceClaim, ResourceClaimTemplate
-from kubectl_dra.model.resource import DeviceClass, ResourceSlice
+from kubectl_dra.model.resource import DeviceClass, DeviceTaintRule, ResourceSlice
 from kubectl_dra.pools.nodeselector import NodeSelectorError, node_selector_matches
+from kubectl_dra.taints.explain import device_taints
 
 
 def template_claim(pod: Pod, pod_claim_name: str, template: ResourceClaimTemplate) -> ResourceClaim:
@@ -66,11 +68,6 @@ def slice_index(slices: list[ResourceSlice]):
 def rule_taints(inventory: Inventory) -> dict:
     """DeviceTaintRule taints that keep new allocations off, per selected device: the same matching
     ``taints`` uses (the driver's own taints are on the devices already)."""
-    from datetime import datetime, timezone
-
-    from kubectl_dra.model.resource import DeviceTaintRule
-    from kubectl_dra.taints.explain import device_taints
-
     rules = [r for r in inventory.all(DeviceTaintRule) if r.spec.taint.effect in ("NoSchedule", "NoExecute")]
     if not rules:
         return {}
@@ -116,7 +113,7 @@ def explain_allocation(claims: list[ResourceClaim], inventory: Inventory, *, all
             views.append(NodeAllocation(node=node.name, feasible=True))
             continue
         gathered = gather(node, [*by_node.get(node.name, ()), *shared], by_pool)
-        views.append(_view(allocator.allocate(node, gathered)))
+        views.append(node_allocation(allocator.allocate(node, gathered)))
     result = Allocation(claims=[f"{c.namespace}/{c.name}" for c in claims], nodes_checked=len(nodes))
     result.feasible_nodes = [v.node for v in views if v.feasible]
     shown = [v for v in views if v.feasible] + [v for v in views if not v.feasible]
@@ -127,7 +124,8 @@ def explain_allocation(claims: list[ResourceClaim], inventory: Inventory, *, all
     return result
 
 
-def _view(outcome: NodeOutcome) -> NodeAllocation:
+def node_allocation(outcome: NodeOutcome) -> NodeAllocation:
+    """The allocator's outcome on one node as the document shows it, with the one-line reason it fails."""
     view = NodeAllocation(node=outcome.node, feasible=outcome.feasible, error=outcome.error,
                           undetermined=outcome.undetermined)
     view.results = [ResultView(claim=p.claim, request=p.request, driver=p.driver, pool=p.pool, device=p.device)
@@ -241,31 +239,12 @@ def _next_step(allocation: Allocation, reasons: dict[str, int]) -> str:
     return "Next: the devices are not reachable from these nodes (their node selection excludes them)."
 
 
-def explain_proposals(claims: list[ResourceClaim], inventory: Inventory, instance_types) -> list[ProposalView]:
-    """Allocate ``claims`` on each predicted node: ``instance_types`` are the overlay evaluation's
-    views (``nodePool``, ``name``, ``resourceSlices``). A fresh node holds no allocations; every
-    predicted slice reaches it (node-local templates by construction, selector-based ones are
-    written for such nodes)."""
-    classes = {c.name: c for c in inventory.all(DeviceClass)}
-    out = []
-    for view in instance_types:
-        if not view.resource_slices:
-            continue
-        name = f"proposal-{view.node_pool}-{view.name}"
-        node = Node.model_validate({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}})
-        slices = []
-        for index, predicted in enumerate(view.resource_slices):
-            spec = {k: v for k, v in predicted.items() if k in ("driver", "pool", "devices", "sharedCounters")}
-            spec["pool"] = {**(spec.get("pool") or {}), "name": (spec.get("pool") or {}).get("name") or name,
-                            "generation": 0}
-            spec["nodeName"] = name
-            # from_raw: a template value that does not validate is dropped and named, and the
-            # allocator cannot tell on that device (instead of the whole proposal failing)
-            slices.append(ResourceSlice.from_raw({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
-                                                  "metadata": {"name": f"{name}-{index}"}, "spec": spec}))
-        _, _, by_pool = slice_index(slices)
-        outcome = Allocator(claims, classes, AllocatedState()).allocate(node, gather(node, slices, by_pool))
-        view_out = _view(outcome)
-        out.append(ProposalView(node_pool=view.node_pool, instance_type=view.name, feasible=outcome.feasible,
-                                results=view_out.results, message=view_out.message))
-    return out
+def waiting_findings(allocation: Allocation, waiting: list[Pod], known: list[Finding]) -> list[Finding]:
+    """The findings of a pending claim's allocation that ``known`` lacks (by code), for each node the
+    pods that wait for it were nominated to (none nominated: any node). No pod waiting, no verdict:
+    nothing asks the scheduler to allocate the claim then."""
+    found: list[Finding] = []
+    for nominated in sorted({p.status.nominated_node_name for p in waiting}, key=lambda n: n or ""):
+        codes = {f.code for f in [*known, *found]}
+        found += [f for f in allocation_findings(allocation, nominated) if f.code not in codes]
+    return found

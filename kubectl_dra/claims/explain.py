@@ -8,10 +8,12 @@ from kubectl_dra.claims.reservations import consumers, resolve
 from kubectl_dra.claims.views import ClaimRef, DeviceView
 from kubectl_dra.document import Finding
 from kubectl_dra.model.inventory import Inventory
+from kubectl_dra.model.registry import NodeEnforcementReportObject
 from kubectl_dra.pools.slices import slice_device
 from kubectl_dra.model.claim import DeviceRequestAllocationResult, ResourceClaim
 from kubectl_dra.model.resource import DeviceClass, ResourceSlice
 from kubectl_dra.claims.document import ClaimExplanation, NodeView
+from kubectl_dra.taints.explain import claim_taints
 
 
 def node_views(claim: ResourceClaim, inventory: Inventory) -> tuple[list[NodeView], list[Finding]]:
@@ -35,8 +37,6 @@ def node_views(claim: ResourceClaim, inventory: Inventory) -> tuple[list[NodeVie
 def _report_claims(inventory: Inventory) -> dict[tuple, list[tuple]]:
     """(namespace, claim name) -> (report, its status, the claim's entry) of every agent report, in
     report order (a list of claims asks every claim; each would walk every report's claims)."""
-    from kubectl_dra.model.registry import NodeEnforcementReportObject
-
     index: dict[tuple, list[tuple]] = {}
     for report in inventory.all(NodeEnforcementReportObject):
         status = report.status if isinstance(report.status, dict) else {}
@@ -103,8 +103,6 @@ def explain_claim(claim: ResourceClaim, inventory: Inventory, *, facts: bool = T
     reservations = [resolve(ref, claim, inventory) for ref in claim.status.reserved_for]
     users = consumers(claim, inventory)
     views, node_findings = node_views(claim, inventory)
-    from kubectl_dra.taints.explain import claim_taints
-
     taints, taint_findings = claim_taints(claim, inventory)
     for device in devices:
         device.taints = [{k: v for k, v in (("key", t.key), ("value", t.value), ("effect", t.effect),
@@ -128,6 +126,7 @@ def explain_claim(claim: ResourceClaim, inventory: Inventory, *, facts: bool = T
 
 def _unschedulable_consumers(claim: ResourceClaim, inventory: Inventory) -> list[Finding]:
     """``Unschedulable`` for each pending pod that waits for this claim, as the scheduler last said."""
+    # start-up: pending - a claim not allocated; `claims -o wide` and an allocated claim never load the scheduler
     from kubectl_dra.scheduling.explain import recorded_unschedulable
 
     found = (recorded_unschedulable(p) for p in inventory.pods_by_claim().get((claim.namespace, claim.name), []))

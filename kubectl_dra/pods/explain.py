@@ -12,6 +12,7 @@ from kubectl_dra.model.inventory import Inventory
 from kubectl_dra.pools.slices import slice_device
 from kubectl_dra.model.pod import Pod
 from kubectl_dra.model.claim import ResourceClaim
+from kubectl_dra.taints.explain import claim_taints, health_findings
 from kubectl_dra.pods.document import CgroupsView, ClaimAmounts, PodExplanation, PodRef, SchedulerView
 
 
@@ -219,9 +220,6 @@ def _pod_level_findings(pod: Pod, entries: list[ClaimEntry], add) -> None:
 def _device_findings(pod: Pod, inventory: Inventory) -> list[Finding]:
     """Taints on the devices of the pod's allocated claims (what they do to it) and the devices its
     kubelet reports Unhealthy."""
-    from kubectl_dra.model.claim import ResourceClaim
-    from kubectl_dra.taints.explain import claim_taints, health_findings
-
     out: list[Finding] = []
     for name in sorted({n for n in pod.referenced_claim_names().values() if n}):
         claim = inventory.get(ResourceClaim, pod.namespace, name)

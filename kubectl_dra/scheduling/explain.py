@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import dataclasses
 from kubectl_dra.document import Finding
+from kubectl_dra.model.claim import ResourceClaim
 from kubectl_dra.model.inventory import Inventory
+from kubectl_dra.model.node import Node
 from kubectl_dra.model.pod import Pod
 from kubectl_dra.scheduling.cycle import Attempt, NodeVerdict, run
 from kubectl_dra.scheduling.framework import Cycle, Evidence, NodeInfo, PodInfo
@@ -25,8 +27,6 @@ GATED = "Scheduling is blocked due to non-empty scheduling gates"  # the PodSche
 def build_cycle(pod: Pod, inventory: Inventory, profile: Profile) -> Cycle:
     """The scheduler cache as a snapshot: each node with its non-terminal bound pods, and the
     pods nominated to each node (not yet bound)."""
-    from kubectl_dra.model.node import Node
-
     nodes = {n.name: NodeInfo(n) for n in sorted(inventory.all(Node), key=lambda n: n.name)}
     nominated: dict[str, list[PodInfo]] = {}
     for other in inventory.every("Pod"):
@@ -113,8 +113,6 @@ def recorded_unschedulable(pod: Pod) -> Finding | None:
 def _claims_waiting(pod: Pod, inventory: Inventory) -> list[NotEvaluated]:
     """DynamicResources' PreEnqueue: every claim must exist (not being deleted) before the pod is
     tried at all."""
-    from kubectl_dra.model.claim import ResourceClaim
-
     out = []
     for pc in pod.spec.resource_claims:
         name = pod.claim_object_name(pc)
@@ -219,3 +217,15 @@ def unschedulable_finding(pod: Pod, scheduling: Scheduling) -> Finding | None:
     if scheduling.next_step:
         text += f" Next: {scheduling.next_step}"
     return Finding(code="Unschedulable", severity="error", message=text, object=f"pod/{pod.namespace}/{pod.name}")
+
+
+def pod_scheduling(pod: Pod, inventory: Inventory, profile: Profile | None = None,
+                   only_node: str | None = None) -> tuple[Scheduling, list[Finding]]:
+    """The scheduling section of a pod not bound to a node, and its ``Unschedulable`` finding (none or
+    one). ``only_node`` narrows the nodes shown, never the message or the finding: those are the
+    scheduler's, over every node."""
+    scheduling = explain_scheduling(pod, inventory, profile)
+    finding = unschedulable_finding(pod, scheduling)
+    if only_node is not None:
+        scheduling.nodes = [n for n in scheduling.nodes if n.node == only_node]
+    return scheduling, [finding] if finding is not None else []

@@ -251,7 +251,7 @@ def test_a_proposal_template_value_that_does_not_validate_is_cannot_tell():
     """Predicted slices are read like published ones: the bad value is named, not a ValidationError."""
     from types import SimpleNamespace
 
-    from kubectl_dra.allocation.explain import explain_proposals
+    from kubectl_dra.allocation.proposals import explain_proposals
 
     objects = world()
     inventory = Inventory()
