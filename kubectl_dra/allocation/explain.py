@@ -152,6 +152,11 @@ def node_allocation(outcome: NodeOutcome) -> NodeAllocation:
     return view
 
 
+def wants_proposals(allocation: Allocation, only_node: str | None) -> bool:
+    """Karpenter's proposals answer "no node fits"; with ``--node`` the question is that one node."""
+    return not allocation.feasible_nodes and only_node is None
+
+
 def allocation_findings(allocation: Allocation, nominated: str | None = None) -> list[Finding]:
     """``Unsatisfiable`` when no node can take the claims now (with the most telling reasons), and
     ``UnsatisfiableOnNode`` when the nominated node cannot."""

@@ -1,11 +1,12 @@
 """Would Karpenter launch a node that fits: a pod's claims allocated on each NodePool x instance type,
 with the ResourceSlices its NodeOverlays predict (a proposal, not a published slice). Asked only when
-no existing node can take the claims."""
+no existing node can take the claims (``allocation/explain.py`` ``wants_proposals``): the overlay
+evaluation it needs loads only then."""
 
 from __future__ import annotations
 
 from kubectl_dra.allocation.allocator import AllocatedState, Allocator
-from kubectl_dra.allocation.document import Allocation, ProposalView
+from kubectl_dra.allocation.document import ProposalView
 from kubectl_dra.allocation.explain import node_allocation, slice_index
 from kubectl_dra.allocation.gather import gather
 from kubectl_dra.model.claim import ResourceClaim
@@ -14,11 +15,6 @@ from kubectl_dra.model.karpenter import NodeOverlay, NodePool
 from kubectl_dra.model.node import Node
 from kubectl_dra.model.resource import DeviceClass, ResourceSlice
 from kubectl_dra.overlays.explain import evaluate
-
-
-def wants_proposals(allocation: Allocation, only_node: str | None) -> bool:
-    """Proposals answer "no node fits"; with ``--node`` the question is that one node."""
-    return not allocation.feasible_nodes and only_node is None
 
 
 def karpenter_proposals(claims: list[ResourceClaim], inventory: Inventory, karpenter: Inventory,

@@ -79,8 +79,7 @@ def _why_pending(opened: Opened, pod: Pod, inventory: Inventory, result: PodExpl
     for a pod with claims their allocation (``result.allocation``), with Karpenter's proposals when no
     node fits; the findings of both join the pod's."""
     # start-up: pending - the scheduler's filters and the allocator load only for a pod not bound to a node
-    from kubectl_dra.allocation.explain import allocation_findings, explain_allocation, pod_claims
-    from kubectl_dra.allocation.proposals import karpenter_proposals, wants_proposals
+    from kubectl_dra.allocation.explain import allocation_findings, explain_allocation, pod_claims, wants_proposals
     from kubectl_dra.scheduling.explain import pod_scheduling
     from kubectl_dra.scheduling.reads import scheduling_reads
 
@@ -95,6 +94,9 @@ def _why_pending(opened: Opened, pod: Pod, inventory: Inventory, result: PodExpl
         inventory.problem(problem, kind="ResourceClaim")
     result.allocation = explain_allocation(pending, inventory, allocated=allocated, only_node=only_node)
     if wants_proposals(result.allocation, only_node):
+        # start-up: pending - Karpenter's overlay evaluation (~180 ms) loads only when no node can take the claims
+        from kubectl_dra.allocation.proposals import karpenter_proposals
+
         karpenter, instance_types = read_overlay_inputs(opened, None, require_overlays=False)
         result.allocation.proposals = karpenter_proposals(pending, inventory, karpenter, instance_types)
     result.findings += allocation_findings(result.allocation, pod.status.nominated_node_name)
