@@ -6,6 +6,8 @@ depends on the number of kinds, not on the size of the cluster.
 
 from __future__ import annotations
 
+import json
+from concurrent.futures import ThreadPoolExecutor
 from typing import Iterable, Iterator
 
 from kubectl_dra.errors import ApiError, InputError
@@ -209,8 +211,6 @@ class LiveSource:
 
     def _pool(self):
         if self._executor is None:
-            from concurrent.futures import ThreadPoolExecutor
-
             self._executor = ThreadPoolExecutor(max_workers=6, thread_name_prefix="kubectl-dra-page")
         return self._executor
 
@@ -255,8 +255,6 @@ class LiveSource:
 
 def _items(data: bytes, api_version: str, kind: str) -> list[dict]:
     """A page's items as dicts, for the tolerant path (each gets the list's apiVersion and kind)."""
-    import json
-
     try:
         page = json.loads(data)
     except ValueError:

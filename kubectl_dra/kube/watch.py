@@ -22,6 +22,7 @@ from kubectl_dra.kube.live import LiveSource
 from kubectl_dra.kube.reads import ReadRequest
 from kubectl_dra.model.base import KubeObject
 from kubectl_dra.model.inventory import Inventory
+from kubectl_dra.model.registry import parse_object
 
 STREAM_SECONDS = 300  # timeoutSeconds of one watch request (client-go picks 5-10 minutes)
 READ_SLACK = 15.0  # seconds past timeoutSeconds before a silent stream counts as dropped
@@ -144,8 +145,6 @@ class KindWatch:
         return self.source.session.watch(path, query, timeout=seconds + READ_SLACK)
 
     def _event(self, kind: str | None, body: dict) -> WatchEvent | None:
-        from kubectl_dra.model.registry import parse_object
-
         body.setdefault("apiVersion", self.api_version)
         body.setdefault("kind", self.request.model.KIND)
         version = (body.get("metadata") or {}).get("resourceVersion")
