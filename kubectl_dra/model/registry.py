@@ -34,7 +34,7 @@ class NodeEnforcementReportObject(KubeObject):
 def models() -> tuple[type[KubeObject], ...]:
     """Every kind the tool reads. Imported on first use: a command that reads one kind (a live
     ``claims`` list) does not pay for creating the view classes of the fifteen others."""
-    # start-up: one-kind
+    # start-up: light
     from kubectl_dra.model.karpenter import NodeClaim, NodeOverlay, NodePool
     from kubectl_dra.model.namespace import Namespace
     from kubectl_dra.model.node import Node
