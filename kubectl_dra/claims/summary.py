@@ -117,7 +117,7 @@ def list_claims(claims: Iterable[ResourceClaim], inventory: Inventory, *, detail
     waiting: list = []
     state = explain = None
     if detailed:
-        # start-up: plain - the plain table and -o name explain no claim (model.pod, model.resource)
+        # start-up: light - the plain table and -o name explain no claim (model.pod, model.resource)
         from kubectl_dra.allocation.state import AllocatedState
         from kubectl_dra.claims.explain import explain_claim as explain
 

@@ -57,7 +57,7 @@ def _context(namespace: str | None, detailed: bool) -> list[ReadRequest]:
     detailed view the pods that can matter to a claim, the slices and the PodGroups."""
     if not detailed:
         return []
-    # start-up: plain - the plain table and -o name build no slices or PodGroups (nor pods: claim_user_pods)
+    # start-up: light - the plain table and -o name build no slices or PodGroups (nor pods: claim_user_pods)
     from kubectl_dra.model.resource import ResourceSlice
     from kubectl_dra.model.scheduling import PodGroup
 
