@@ -16,7 +16,6 @@ from kubectl_dra.flags.watch import WatchOptions
 from kubectl_dra.kube.options import KubeOptions
 from kubectl_dra.kube.reads import ReadRequest
 from kubectl_dra.kube.sources import Opened
-from kubectl_dra.kube.watch import KindWatch
 from kubectl_dra.model.claim import ResourceClaim
 from kubectl_dra.model.inventory import Inventory
 from kubectl_dra.printers.claims import claim_names, claim_table
@@ -91,6 +90,9 @@ def _watch(env: Environment, opened: Opened, output: OutputOptions, watch: Watch
     claim in the plain table; in the detailed view each event re-reads the pods, slices and
     PodGroups the row is computed from, so a row is never older than its claim. A row that could
     not be computed is said on stderr instead (exit 4)."""
+    # start-up: offline - kube/watch.py brings kube/live.py and kube/client.py (~7 ms); -w is never offline
+    from kubectl_dra.kube.watch import KindWatch
+
     stream = watching.RowStream(env, output, watch.events)
     watcher = KindWatch(opened.source, wanted, warn=lambda message: stream.error(message))
     listed, first = watcher.list()

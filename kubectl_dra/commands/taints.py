@@ -17,7 +17,6 @@ from kubectl_dra.kube.options import KubeOptions
 from kubectl_dra.kube.reads import ReadRequest
 from kubectl_dra.kube.snapshot import read_documents
 from kubectl_dra.kube.sources import Opened
-from kubectl_dra.kube.watch import KindWatch
 from kubectl_dra.model.claim import ResourceClaim
 from kubectl_dra.model.registry import parse_object
 from kubectl_dra.model.resource import DeviceTaintRule, ResourceSlice
@@ -68,6 +67,9 @@ def _watch(env: Environment, opened: Opened, output: OutputOptions, watch: Watch
     one change, after which every kind is read again and the view computed anew, exactly as
     without -w, so a row is never computed from a partial picture. If that read fails the rows
     stay as they were and stderr says so (exit 4)."""
+    # start-up: offline - kube/watch.py brings kube/live.py and kube/client.py (~7 ms); -w is never offline
+    from kubectl_dra.kube.watch import KindWatch
+
     stream = watching.RowStream(env, output, watch.events)
     # the watches start from lists taken before the view's read: nothing between them is missed
     watches = [KindWatch(opened.source, ReadRequest(model, None, required=required, keep_raw=False),
