@@ -121,8 +121,9 @@ def scan_command(ctx, kube, node_flags, node, cdi_dirs, kubelet_root, cgroup_roo
       dra-node-agent scan --once --node worker-1
       dra-node-agent scan --once --snapshot bundle/ --node worker-1 --cgroup-root /tmp/tree/fs/cgroup -o json
     """
+    # start-up: help
     from kubectl_dra.nodescan.node import HostPaths
-    from node_agent.service import run_scan_once
+    from node_agent.once import run_scan_once
 
     host = HostPaths(cgroup_root=cgroup_root, sys_root=sys_root, kubelet_root=kubelet_root, cdi_dirs=cdi_dirs)
     sys.exit(run_scan_once(kube, node_flags, node, host, output))
@@ -147,6 +148,7 @@ def run_command(kube, node_flags, node, cdi_dirs, kubelet_root, cgroup_root, sys
                 check_network, proc_root) -> None:
     """Run as the DaemonSet service: watch this node's pods, rescan on change and every
     --interval seconds, publish the report, Events and Prometheus metrics."""
+    # start-up: help
     from kubectl_dra.nodescan.node import choose_node
     from node_agent.service import Agent, AgentConfig
 

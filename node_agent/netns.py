@@ -12,11 +12,11 @@ from __future__ import annotations
 import os
 
 from kubectl_dra.kube.reads import ReadRequest
-from kubectl_dra.model.inventory import Inventory
-from kubectl_dra.pools.slices import slice_device
-from kubectl_dra.model.pod import Pod
 from kubectl_dra.model.claim import ResourceClaim
+from kubectl_dra.model.inventory import Inventory
+from kubectl_dra.model.pod import Pod
 from kubectl_dra.model.resource import ResourceSlice
+from kubectl_dra.pools.slices import slice_device
 from kubectl_dra.verify.report import Divergence, NodeEnforcementReport
 
 IFNAME_ATTRIBUTE = "dra.net/ifName"
@@ -24,6 +24,7 @@ IFNAME_ATTRIBUTE = "dra.net/ifName"
 
 def interfaces(netns: str | None = None) -> set[str]:
     """Interface names in a network namespace (a path such as /proc/PID/ns/net), or the current one."""
+    # start-up: check-network
     from pyroute2 import IPRoute, NetNS
 
     handle = NetNS(netns) if netns else IPRoute()

@@ -1,4 +1,4 @@
-"""The agent's two modes: one scan for a node shell, and the DaemonSet service loop.
+"""The DaemonSet service loop (one scan from a node shell is once.py).
 
 The service keeps serving the last report while the API server is away, reconnects with
 backoff, and rescans when this node's pods change (a watch) or every ``interval`` seconds.
@@ -8,71 +8,23 @@ from __future__ import annotations
 
 import signal
 import threading
-import traceback
 import time
+import traceback
 from dataclasses import dataclass, field
 
 from kubectl_dra.env import Environment
 from kubectl_dra.errors import ApiError, DRAError
+from kubectl_dra.kube.sources import open_source
 from kubectl_dra.model.node import Node
 from kubectl_dra.nodescan.node import HostPaths, NodeScan, choose_node
 from kubectl_dra.printers.options import OutputOptions
 from kubectl_dra.verify.report import NodeEnforcementReport
+from node_agent.netns import check_network
 from node_agent.podresources import list_pod_resources
+from node_agent.publish import Metrics, Publisher
+from node_agent.server import serve
 
 MAX_BACKOFF = 60.0
-
-
-def exit_code(report: NodeEnforcementReport) -> int:
-    """kubectl dra's table: 0 everything checked held (or nothing to check); 1 a divergence or a claim
-    finding (error or warning), which outranks 4; 2 a root that is no cgroup v2 tree (a bad
-    --cgroup-root); 4 partial: pods whose cgroups could not be read."""
-    if report.status.summary.diverged or report.status.summary.claim_findings:
-        return 1
-    if report.status.cgroup_version != "v2":
-        return 2
-    return 4 if report.status.summary.unknown else 0
-
-
-def run_scan_once(kube, node_flags: dict, node: str | None, host: HostPaths, output: OutputOptions,
-                  env: Environment | None = None) -> int:
-    """``dra-node-agent scan --once``: the node scan, its report printed as ``kubectl dra verify
-    --cgroup-root`` prints it, and kubectl dra's exit code."""
-    from kubectl_dra.kube.sources import open_source
-    from kubectl_dra.printers.problems import problem_lines
-    from kubectl_dra.printers.reports import unverified_pods
-    from kubectl_dra.printers.verify import print_scan
-    from kubectl_dra.text import plural
-
-    env = env or Environment()
-    env.color = output.color
-    name, source = choose_node(node, env.environ)
-    scanner = None
-    try:
-        opened = open_source(kube)
-        for notice in opened.notices:
-            env.error(notice)
-        scanner = NodeScan(opened.source, name, node_flags, host, name_source=source,
-                           list_pod_resources=list_pod_resources)
-        result = scanner.run()
-    except DRAError as exc:
-        for line in problem_lines(scanner.inventory) if scanner is not None and scanner.inventory else ():
-            env.error(line)
-        env.error(f"error: {exc}")
-        return 3  # nothing shown: the node is no Node, the API server cannot be read
-    report, inventory = result.report, result.inventory
-    for severity, problem in result.problems:
-        env.error(f"{severity}: {problem}")
-    print_scan(env, report, output)
-    if report.status.message:
-        env.error(f"error: {report.status.message}")
-    for line in problem_lines(inventory):
-        env.error(line)
-    code = exit_code(report)
-    if code == 4:
-        env.error(f"warning: {plural(report.status.summary.unknown, 'pod')} not verified: the result is partial: "
-                  f"{unverified_pods([report])}")
-    return code
 
 
 @dataclass
@@ -98,8 +50,6 @@ class AgentConfig:
 
 class Agent:
     def __init__(self, config: AgentConfig, kube, env: Environment | None = None):
-        from node_agent.publish import Metrics
-
         self.config, self.kube = config, kube
         self.env = env or Environment()
         self.metrics = Metrics(config.node)
@@ -119,8 +69,6 @@ class Agent:
     # -- the pieces a test drives one at a time --------------------------------------------
 
     def connect(self) -> None:
-        from kubectl_dra.kube.sources import open_source
-
         opened = open_source(self.kube)
         for notice in opened.notices:
             self.env.error(notice)
@@ -140,8 +88,6 @@ class Agent:
                 self.said.add(problem)
                 self.env.error(f"{severity}: {problem}")
         if self.config.check_network:
-            from node_agent.netns import check_network
-
             check_network(report, inventory, self.source, self.scanner.fs, self.config.proc_root)
             report.summarize()
         if self.stop.is_set():  # shutting down: this scan may be cut short; keep the last report
@@ -150,8 +96,6 @@ class Agent:
         self.report = report
         if self.config.publish and self.session is not None:
             if self.publisher is None:
-                from node_agent.publish import Publisher
-
                 node = inventory.get(Node, None, self.config.node)
                 self.publisher = Publisher(self.session, self.config.node, node.uid if node else None)
             try:
@@ -177,8 +121,6 @@ class Agent:
     # -- the service -------------------------------------------------------------------------
 
     def start_http(self):
-        from node_agent.server import serve
-
         self.server = serve(self.config.listen, self.metrics.registry, self.healthy, self.ready, self.report_document)
         return self.server
 

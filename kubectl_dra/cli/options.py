@@ -11,6 +11,7 @@ def check_label_selector(ctx, param, value):
     '-l' / '--selector'", said before anything is read (kubectl refuses it the same way)."""
     if value is None:
         return value
+    # start-up: help - the commands that take -l load no selector parser for --help and completion
     from kubectl_dra.errors import InputError
     from kubectl_dra.kube.selectors import parse_label_selector
 

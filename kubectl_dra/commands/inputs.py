@@ -6,17 +6,20 @@ the rest of the reads, and report what could not be read with the exit code it i
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from kubectl_dra.exitcodes import ExitStatus
 from kubectl_dra.env import Environment
+from kubectl_dra.errors import ApiError, InputError, NotFoundError
+from kubectl_dra.exitcodes import ExitStatus
 from kubectl_dra.kube.options import KubeOptions
+from kubectl_dra.kube.reads import ReadRequest
 from kubectl_dra.kube.sources import Opened, open_source
-from kubectl_dra.model.inventory import Inventory
+from kubectl_dra.model.claim import ResourceClaim, ResourceClaimTemplate
+from kubectl_dra.model.inventory import Inventory, Problem
 from kubectl_dra.printers.problems import problem_lines
 
-if TYPE_CHECKING:
-    from kubectl_dra.kube.reads import ReadRequest
+# The plain ``claims`` list builds views of claims only (tests/e2e/test_light_paths.py): the Pod, slice,
+# Node and Karpenter views and the catalog reader below cost ~130 ms to import, so each function that
+# needs them imports them under ``# start-up: light``.
 
 
 def open_for(env: Environment, kube: KubeOptions) -> Opened:
@@ -37,8 +40,6 @@ def report_problems(env: Environment, inventory: Inventory) -> ExitStatus:
 def require_kinds(env: Environment, inventory: Inventory, *models) -> None:
     """Stop with exit 3 when a kind the output is made of could not be read: an empty table or
     list would say "none" where the truth is "unknown"."""
-    from kubectl_dra.errors import ApiError
-
     missing = [m.KIND for m in models if m.KIND not in inventory.read_kinds]
     if missing:
         report_problems(env, inventory)
@@ -53,9 +54,6 @@ def fetch_named(env: Environment, opened: Opened, model, namespace: str | None, 
     Returns the object and the inventory it came in (whose problems the caller keeps);
     raises :class:`NotFoundError` after reporting what could not be read.
     """
-    from kubectl_dra.errors import InputError, NotFoundError
-    from kubectl_dra.kube.reads import ReadRequest
-
     first = opened.source.read([ReadRequest(model, namespace, field_selector=f"metadata.name={name}")])
     if model.NAMESPACED and namespace is None:
         matches = [obj for obj in first.all(model) if obj.name == name]
@@ -78,7 +76,7 @@ def fetch_named(env: Environment, opened: Opened, model, namespace: str | None, 
 def slice_requests(claims) -> list:
     """The slices an explanation needs: those of the pools its claims' devices came from, one
     list per (driver, pool) with a field selector, instead of every slice in the cluster."""
-    from kubectl_dra.kube.reads import ReadRequest
+    # start-up: light
     from kubectl_dra.model.resource import ResourceSlice
 
     pairs = sorted({(r.driver, r.pool) for claim in claims if claim.status.allocation
@@ -90,7 +88,7 @@ def slice_requests(claims) -> list:
 def claim_user_pods(namespace: str | None) -> ReadRequest:
     """The pods that can matter to a claim (see ``Pod.uses_claims``): what claim lists and the taint
     view read. The others are validated against a three-field view only and never kept."""
-    from kubectl_dra.kube.reads import ReadRequest
+    # start-up: light
     from kubectl_dra.model.pod import Pod, PodWithoutClaims
 
     return ReadRequest(Pod, namespace, keep_raw=False, keep=Pod.uses_claims, skip=PodWithoutClaims)
@@ -100,9 +98,8 @@ def allocation_requests(namespace: str | None, node: str | None = None) -> list:
     """What explaining an allocation needs: the nodes (or one), every slice and DeviceTaintRule (their
     taints), the device classes, every claim (what they hold is in use) and the namespace's claim
     templates (a pod's claims before they exist)."""
-    from kubectl_dra.kube.reads import ReadRequest
+    # start-up: light
     from kubectl_dra.model.node import Node
-    from kubectl_dra.model.claim import ResourceClaim, ResourceClaimTemplate
     from kubectl_dra.model.resource import DeviceClass, DeviceTaintRule, ResourceSlice
 
     return [ReadRequest(Node, field_selector=f"metadata.name={node}" if node else None, keep_raw=False),
@@ -134,8 +131,7 @@ def read_overlay_inputs(opened, catalog: Path | None, extra_requests=(), *, requ
     """Overlays, NodePools, NodeClaims, Nodes (+ extra kinds), and the instance types to evaluate.
 
     Without Karpenter, ``overlays`` has nothing to say (an error); ``explain node`` goes on without."""
-    from kubectl_dra.errors import InputError
-    from kubectl_dra.kube.reads import ReadRequest
+    # start-up: light
     from kubectl_dra.kube.snapshot import read_documents
     from kubectl_dra.model.karpenter import NodeClaim, NodeOverlay, NodePool
     from kubectl_dra.model.node import Node
@@ -146,8 +142,6 @@ def read_overlay_inputs(opened, catalog: Path | None, extra_requests=(), *, requ
                                     ReadRequest(NodeClaim, required=False), ReadRequest(Node, required=False),
                                     *extra_requests])
     if require_overlays and "NodeOverlay" not in inventory.read_kinds:
-        from kubectl_dra.errors import NotFoundError
-
         reason = next((p.message for p in inventory.problems if p.kind == "NodeOverlay"), "")
         raise NotFoundError(f"no NodeOverlays to explain: {reason or 'they could not be read'} "
                             "(is Karpenter installed, with the NodeOverlay CRD?)")
@@ -159,8 +153,6 @@ def read_overlay_inputs(opened, catalog: Path | None, extra_requests=(), *, requ
                      and d.get("kind") == "InstanceTypeCatalog"]
         if not documents:
             raise InputError(f"{catalog}: no InstanceTypeCatalog document in it")
-    from kubectl_dra.model.inventory import Problem
-
     instance_types, catalog_problems = [], []
     for doc in documents:
         found: list[str] = []

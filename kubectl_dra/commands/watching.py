@@ -22,11 +22,16 @@ user ends has found nothing wrong); with 4 when something could not be read alon
 from __future__ import annotations
 
 import json
+import os
 import queue
+import sys
 import threading
-from typing import Callable
+from typing import Callable, Hashable
 
+from kubectl_dra.errors import ApiError
 from kubectl_dra.exitcodes import ExitStatus
+from kubectl_dra.printers.documents import _JSON_UNSAFE, to_yaml
+from kubectl_dra.printers.problems import problem_lines
 
 
 def deadline(opened) -> float | None:
@@ -38,8 +43,6 @@ def deadline(opened) -> float | None:
 
 def json_line(document: dict) -> str:
     """One document on one line (JSON Lines), escaped as ``-o json`` is."""
-    from kubectl_dra.printers.documents import _JSON_UNSAFE
-
     text = json.dumps(document, ensure_ascii=False, separators=(",", ":"))
     return (_JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text) if _JSON_UNSAFE.search(text) else text) + "\n"
 
@@ -63,8 +66,6 @@ class RowStream:
             self.write(text)
 
     def document(self, kind: str, document: dict) -> None:
-        from kubectl_dra.printers.documents import to_yaml
-
         body = {"type": kind, "object": document} if self.events else document
         if self.output.format == "json":
             self.write(json_line(body), encoded=True)
@@ -83,8 +84,6 @@ class RowStream:
     def problems(self, inventory) -> None:
         """The problems of a read, each said once for the whole watch (a forbidden kind is
         re-read on every event); any error-level one makes the exit 4."""
-        from kubectl_dra.printers.problems import problem_lines
-
         for line in problem_lines(inventory):
             if line not in self.said:
                 self.said.add(line)
@@ -105,9 +104,6 @@ class OutputClosed(Exception):
 
 def _silence_stdout() -> None:
     """Point stdout at /dev/null so that the interpreter's last flush does not fail again."""
-    import os
-    import sys
-
     try:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     except (OSError, ValueError, AttributeError):  # not a real file (a test's capture)
@@ -125,8 +121,6 @@ def run(body: Callable[[], int]) -> int:
 def follow(stream: RowStream, events, handle: Callable) -> ExitStatus:
     """Feed each event to ``handle`` until the watch ends: at its deadline, on Ctrl-C (exit 0),
     or when the server refuses it or stays away (said on stderr, exit 4)."""
-    from kubectl_dra.errors import ApiError
-
     try:
         for event in events:
             handle(event)
@@ -135,6 +129,14 @@ def follow(stream: RowStream, events, handle: Callable) -> ExitStatus:
     except ApiError as exc:
         stream.error(str(exc))
     return stream.status
+
+
+def changes(shown: dict[Hashable, object], current: dict[Hashable, object]) -> list[tuple[str, object]]:
+    """What a view whose rows are computed anew on each change tells: ADDED and MODIFIED rows in
+    ``current``'s order, then DELETED ones as last shown (rows keyed by what they are about)."""
+    changed = [("MODIFIED" if key in shown else "ADDED", row) for key, row in current.items()
+               if key not in shown or shown[key] != row]
+    return changed + [("DELETED", row) for key, row in shown.items() if key not in current]
 
 
 def merged(watches, timeout_check: Callable[[], bool]):

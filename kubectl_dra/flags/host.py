@@ -15,6 +15,7 @@ def check_cgroup_root(ctx, param, value):
     (``scan --once`` and ``verify --cgroup-root``; the service instead reports it in its report)."""
     if value is None:
         return value
+    # start-up: help
     from kubectl_dra.nodescan.cgroupfs import CgroupFS
 
     unusable = CgroupFS(value).unusable()

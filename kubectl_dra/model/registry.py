@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import json
 import re
 from typing import Annotated, ClassVar, Union
 
@@ -33,6 +34,7 @@ class NodeEnforcementReportObject(KubeObject):
 def models() -> tuple[type[KubeObject], ...]:
     """Every kind the tool reads. Imported on first use: a command that reads one kind (a live
     ``claims`` list) does not pay for creating the view classes of the fifteen others."""
+    # start-up: light
     from kubectl_dra.model.karpenter import NodeClaim, NodeOverlay, NodePool
     from kubectl_dra.model.namespace import Namespace
     from kubectl_dra.model.node import Node
@@ -164,8 +166,6 @@ def list_metadata(data: bytes) -> dict:
     """A list page's ``metadata`` (from its head when the server wrote it first, as it does)."""
     head = _HEAD.match(data[:4096])
     if head is not None:
-        import json
-
         try:
             meta = json.loads(head.group(1))
         except ValueError:

@@ -1,9 +1,12 @@
 """Explain NodeOverlays: run the evaluation (``engine.py``), add its findings (``findings.py``) and
-return the result document (``document.py``); also the slices the templates predict for one node."""
+return the result document (``document.py``); also the slices the templates predict for one node,
+and whether every name a filter flag gives exists."""
 
 from __future__ import annotations
 
+from kubectl_dra.errors import NotFoundError
 from kubectl_dra.gcpause import gc_paused
+from kubectl_dra.model.inventory import Inventory
 from kubectl_dra.model.karpenter import NodeOverlay, NodePool
 from kubectl_dra.overlays.catalog import InstanceType
 from kubectl_dra.overlays.document import OverlayExplanation
@@ -45,3 +48,19 @@ def evaluate(overlays: list[NodeOverlay], nodepools: list[NodePool], instance_ty
             instance_types=ev.instance_type_views(),
             findings=OverlayFindings(ev).build(),
         )
+
+
+def unknown_name(inventory: Inventory, instance_types: list[InstanceType], *, nodepools=(), overlays=(),
+                 instance_type_names=()) -> NotFoundError | None:
+    """The first filter flag that names something the input does not hold: an unknown name would
+    filter everything away and read as "no rows", so it is "not found" (exit 3), naming what exists."""
+    flags = [("NodePool", "--nodepool", nodepools, {p.name for p in inventory.all(NodePool)}),
+             ("NodeOverlay", "--overlay", overlays, {o.name for o in inventory.all(NodeOverlay)}),
+             ("instance type", "--instance-type", instance_type_names, {t.name for t in instance_types})]
+    for what, flag, given, known in flags:
+        missing = sorted(set(given) - known)
+        if missing:
+            names = ", ".join(sorted(known)) or "none"
+            quoted = ", ".join(f'"{m}"' for m in missing)
+            return NotFoundError(f"{flag}: {what} {quoted} not found (there are: {names})")
+    return None

@@ -220,6 +220,13 @@ def explain_taints(inventory: Inventory, now: datetime | None = None, *, dry_run
     return result
 
 
+def evicts(result: TaintExplanation) -> bool:
+    """What makes ``taints`` exit 1: pods are (or, with --dry-run, would be) evicted, or an error
+    finding (a rule whose empty deviceSelector selects every device)."""
+    evicting = any(c.outcome in ("Evicted", "EvictionPending", "WouldEvict") for d in result.devices for c in d.consumers)
+    return evicting or any(f.severity == "error" for f in result.findings)
+
+
 def _consumer_finding(device: TaintedDevice, consumer: ConsumerOutcome) -> Finding | None:
     """What a device's taints do to one claim's pods, in words (None when they tolerate it)."""
     pods = f"pods {', '.join(consumer.pods)}" if consumer.pods else "no scheduled pod uses it, so no pod"

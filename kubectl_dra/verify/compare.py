@@ -12,6 +12,7 @@ import dataclasses
 import functools
 
 from kubectl_dra.cgroups import formulas as f
+from kubectl_dra.cgroups.cpumanager import parse_cpuset
 from kubectl_dra.cgroups.options import NodeOptions
 from kubectl_dra.cgroups.predict import PodCgroups
 from kubectl_dra.document import part
@@ -224,8 +225,6 @@ def override_evidence(observed_cpuset: str | None, kubelet_cpuset: frozenset[int
     """What shows that an NRI plugin or a DRA driver changed a container after the kubelet: its
     ``cpuset.cpus`` is not what the kubelet set (nothing under the none policy; its exclusive CPUs
     or the shared pool under static). Only when the policy is known (flag or cpu_manager_state)."""
-    from kubectl_dra.cgroups.cpumanager import parse_cpuset
-
     if not policy_known or observed_cpuset is None or kubelet_cpuset is None:
         return None
     seen = parse_cpuset(observed_cpuset)

@@ -7,17 +7,20 @@ from __future__ import annotations
 from kubectl_dra.nodescan.nodedra import PodResourcesUnavailable
 from kubectl_dra.nodestate.podresources import ClaimResourceRow, PodResourcesView
 
+try:
+    import grpc
+
+    from node_agent.podresources import api_pb2, api_pb2_grpc
+except ImportError as exc:  # a gRPC build this system cannot load (e.g. no libstdc++): say so, read the rest
+    grpc = None
+    _UNLOADABLE = f"the gRPC client cannot be loaded here: {exc}"
+
 
 def list_pod_resources(socket_path: str, timeout: float = 5.0) -> PodResourcesView:
     """``List`` once; raises :class:`PodResourcesUnavailable` when the kubelet does not answer or
     this system cannot load the gRPC client."""
-    try:
-        import grpc
-
-        from node_agent.podresources import api_pb2, api_pb2_grpc
-    except ImportError as exc:  # a gRPC build this system cannot load (e.g. no libstdc++): say so, read the rest
-        raise PodResourcesUnavailable(f"the gRPC client cannot be loaded here: {exc}") from None
-
+    if grpc is None:
+        raise PodResourcesUnavailable(_UNLOADABLE)
     try:
         with grpc.insecure_channel(f"unix://{socket_path}", options=[("grpc.enable_retries", 0)]) as channel:
             reply = api_pb2_grpc.PodResourcesListerStub(channel).List(api_pb2.ListPodResourcesRequest(),

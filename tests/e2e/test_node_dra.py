@@ -507,11 +507,15 @@ def test_the_socket_answers_through_a_read_only_bind_mount(short_tmp):
 def test_a_grpc_client_that_cannot_load_leaves_the_socket_unreadable_and_the_rest_read(node, monkeypatch):
     """The first image lacked libstdc++, so importing grpc failed inside the scan and crash-looped the
     agent on the real node. Now that source is unreadable with the loader's words, the checkpoint
-    and CDI specs are still read and compared, and nothing is concluded from the socket."""
+    and CDI specs are still read and compared, and nothing is concluded from the socket. The agent
+    loads the client when it starts (node_agent/podresources), so the client is loaded afresh here
+    with grpc unloadable, as in that image."""
     import sys
 
     with serve(node, [trainer_row(node)]) as server:
         monkeypatch.setitem(sys.modules, "grpc", None)  # import grpc raises ImportError
+        for name in [m for m in sys.modules if m == "node_agent.once" or m.startswith("node_agent.podresources")]:
+            monkeypatch.delitem(sys.modules, name)
         result, doc = node.scan()
     assert server.lister.calls == 0
     assert result.exit_code == 0 and findings(doc) == []

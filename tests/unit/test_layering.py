@@ -7,6 +7,7 @@ on kubectl_dra, never the reverse); no module imports itself in a circle; and th
 from __future__ import annotations
 
 import ast
+import sys
 from collections import defaultdict
 from pathlib import Path
 
@@ -147,3 +148,24 @@ def test_no_import_circles():
     for module in sorted(ours):
         visit(module)
     assert cycles == []
+
+
+def top_level_imports(path: Path) -> set[str]:
+    """The modules a file imports at module level (``if TYPE_CHECKING:`` blocks aside)."""
+    names: set[str] = set()
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.Import):
+            names |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0:
+            names.add(node.module)
+    return names
+
+
+@pytest.mark.parametrize("path", sorted(ROOT.glob("kubectl_dra/cli/*.py")), ids=lambda p: p.name)
+def test_a_cli_module_loads_only_click_flags_and_the_standard_library(path):
+    """``--help`` and completion load the cli/ modules, so what they import at their top is all that
+    start-up pays for: click, cli/, flags/, the exit-code table and the standard library
+    (docs/architecture.md §5, the ``help`` path)."""
+    allowed = ("click", "kubectl_dra.cli", "kubectl_dra.flags", "kubectl_dra.exitcodes", "__future__")
+    assert {m for m in top_level_imports(path) if not within(m, allowed)
+            and m != "kubectl_dra" and m.split(".")[0] not in sys.stdlib_module_names} == set()  # (the package: __version__)
