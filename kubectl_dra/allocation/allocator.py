@@ -391,21 +391,28 @@ class Allocator:
                 amount = spec.value
                 per_set[counter] = per_set[counter] + amount if counter in per_set else amount
 
-    def _counters_fit(self, pool: Pool, device: Device, consumed: dict) -> bool:
-        """``checkAvailableCounters``: reserve the device's consumption; fits when no counter of the
-        pool is short, else the reservation is taken back."""
-        if not device.consumes_counters:
-            return True
+    def _short_counter(self, pool: Pool, device: Device, consumed: dict) -> tuple[str, str, Quantity, object] | None:
+        """``checkAvailableCounters``: with the device's consumption added to the attempt's, the first
+        counter of the pool (set, counter, left, wanted) with less left than wanted, or None.
+
+        Upstream compares EVERY counter of EVERY counter set of the pool, a counter nobody in the
+        attempt consumes counting as zero wanted, so a counter the cluster's allocations already
+        overdrew (a slice that shrank its counters) refuses every counter-consuming device of the pool
+        (k8s.io/dynamic-resource-allocation@v0.37.2 structured/internal/incubating/
+        allocator_incubating.go:1665-1674). The reservation is taken back either way."""
         available = self._pool_available(pool)
         self._reserve(pool, device, consumed)
         mine = consumed[pool.key]
-        for set_name, counters in available.items():
-            for counter, left in counters.items():
-                used = mine.get(set_name, {}).get(counter)
-                if used is not None and left < used:
-                    self._release(pool, device, consumed)
-                    return False
-        return True
+        try:
+            for set_name in sorted(available):
+                for counter in sorted(available[set_name]):
+                    left = available[set_name][counter]
+                    wanted = mine.get(set_name, {}).get(counter, 0)
+                    if left < wanted:
+                        return set_name, counter, left, wanted
+            return None
+        finally:
+            self._release(pool, device, consumed)
 
     def _release(self, pool: Pool, device: Device, consumed: dict) -> None:
         mine = consumed.get(pool.key, {})
@@ -471,10 +478,16 @@ class Allocator:
             return "Counters", "the device consumes shared counters, and DRAPartitionableDevices is off"
         if self._counters_counted(key, multi, attempt):
             return None
-        if not self._counters_fit(pool, device, attempt.counters):
-            return "Counters", "the pool's shared counters are used up by other allocations"
-        self._release(pool, device, attempt.counters)
-        return None
+        short = self._short_counter(pool, device, attempt.counters)
+        if short is None:
+            return None
+        set_name, counter, left, wanted = short
+        if left < 0:
+            return "Counters", (f"shared counter {set_name}/{counter} of the pool is overdrawn ({left} left after "
+                                "the cluster's allocations): the scheduler refuses every device of the pool that "
+                                "consumes counters")
+        return "Counters", (f"shared counter {set_name}/{counter} of the pool is used up: {left} left after other "
+                            f"allocations, {wanted} wanted")
 
     def _taint_refusal(self, request: _Request, pool: Pool, device: Device):
         """A NoSchedule or NoExecute taint of the device or of a DeviceTaintRule, not tolerated."""
