@@ -86,6 +86,9 @@ def taints(ctx: click.Context, kube, output, dry_run: bool, filename: Path | Non
     emit(env, result, output, text=lambda: taint_table(result, wide=output.wide, no_headers=output.no_headers,
                                                        style=Style(env.use_color)))
     status = report_problems(env, inventory)
+    for line in result.problems[len(inventory.problems):]:  # the DeviceTaintRules it could not evaluate
+        env.error(f"error: {line}")
+        status = ExitStatus.PARTIAL
     evicting = any(c.outcome in ("Evicted", "EvictionPending", "WouldEvict") for d in result.devices for c in d.consumers)
     if status == 0 and (evicting or any(f.severity == "error" for f in result.findings)):
         status = ExitStatus.DIVERGED
@@ -148,6 +151,8 @@ def _watch(env, opened, output, watch) -> int:
             if printed.prose:
                 (env.error if output.no_headers else stream.write)(printed.prose)
     stream.problems(inventory)
+    for line in result.problems[len(inventory.problems):]:  # the DeviceTaintRules it could not evaluate
+        stream.error(line)
     until = deadline(opened)
     for watcher in watches:
         watcher.deadline = until
@@ -165,6 +170,10 @@ def _watch(env, opened, output, watch) -> int:
         if ResourceSlice.KIND not in fresh.read_kinds:
             return  # said above; the rows shown stay the last ones known
         now = explain_taints(fresh, env.now())
+        for line in now.problems[len(fresh.problems):]:
+            if line not in stream.said:  # said once for the whole watch, as the read problems
+                stream.said.add(line)
+                stream.error(line)
         current = {d.device: d for d in now.devices}
         changed = [("MODIFIED" if d.device in shown else "ADDED", d) for d in now.devices
                    if d.device not in shown or shown[d.device] != d]
