@@ -243,8 +243,8 @@ def _consumer_finding(device: TaintedDevice, consumer: ConsumerOutcome) -> Findi
                                "to delay); otherwise repair the device or remove the rule")
     if consumer.outcome == "Unknown":
         return Finding(code="DeviceTaintUnknown", severity="warning", object=f"resourceclaim/{consumer.claim}",
-                       message=f"what the taints of device {device.device} do to claim {consumer.claim} is unknown "
-                               f"({consumer.unknown}): whether {pods} are evicted or keep it is not concluded")
+                       message=f"what the taints of device {device.device} do to claim {consumer.claim} is unknown, "
+                               f"so whether {pods} are evicted or keep it is not concluded: {consumer.unknown}")
     if consumer.outcome == "BlocksNewAllocations":
         return Finding(code="DeviceTaintedNoSchedule", severity="warning", object=f"resourceclaim/{consumer.claim}",
                        message=f"device {device.device} of claim {consumer.claim} has a NoSchedule "

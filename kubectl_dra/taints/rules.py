@@ -71,8 +71,7 @@ def unevaluated_rule(rule: DeviceTaintRule, *, allocation: bool = False) -> Unev
     elif not effect:
         reason = "spec.taint.effect is not set (the API server requires one)"
     elif effect not in EFFECTS:
-        reason = (f'spec.taint.effect "{effect}" is none of None, NoSchedule, NoExecute: a newer Kubernetes may '
-                  "define it, what the cluster's scheduler and eviction controller do with it is unknown")
+        reason = f'spec.taint.effect "{effect}" is none of None, NoSchedule, NoExecute (a newer release may define it)'
     else:
         return None
     any_device = any(p in ("spec", "spec.deviceSelector") for p in bad)

@@ -169,8 +169,8 @@ def test_the_eviction_view_says_unknown_never_evicted(spec):
     taints, findings = claim_taints(inventory.get(ResourceClaim, "ml", "held"), inventory, NOW)
     assert taints == {}
     assert [(f.code, f.message) for f in findings] == [(
-        "DeviceTaintUnknown", f"what the taints of device {GPU}/worker-1/gpu-0 do to claim ml/held is unknown "
-                              f"({message}): whether pods ml/user are evicted or keep it is not concluded")]
+        "DeviceTaintUnknown", f"what the taints of device {GPU}/worker-1/gpu-0 do to claim ml/held is unknown, so "
+                              f"whether pods ml/user are evicted or keep it is not concluded: {message}")]
 
 
 def test_a_valid_rule_still_evicts():

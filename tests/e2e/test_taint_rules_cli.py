@@ -36,8 +36,8 @@ SPECS = {
                          "spec.taint.effect did not validate",
                          "spec.taint.effect: Input should be a valid string"),
     "effect unknown": ({"deviceSelector": {"driver": GPU}, "taint": {"key": "example.com/maint", "effect": LATER}},
-                       f'spec.taint.effect "{LATER}" is none of None, NoSchedule, NoExecute: a newer Kubernetes may '
-                       "define it, what the cluster's scheduler and eviction controller do with it is unknown", None),
+                       f'spec.taint.effect "{LATER}" is none of None, NoSchedule, NoExecute (a newer release may '
+                       "define it)", None),
     # the dropped driver used to match every driver: the rule refused and evicted on every driver's device
     "selector field no string": ({"deviceSelector": {"driver": ["gpu"], "pool": NODE},
                                   "taint": {"key": "example.com/maint", "effect": "NoExecute"}},
@@ -116,6 +116,6 @@ def test_explain_claim_of_an_allocated_claim_says_unknown(dra, tmp_path):
     snap = _snapshot(tmp_path, SPECS["effect unknown"][0])
     doc = dra("explain", "claim", "held", "-n", "ml", "--snapshot", snap, "-o", "json").json()
     assert [(f["code"], f["message"]) for f in doc["findings"] if f["code"].startswith("DeviceTaint")] == [(
-        "DeviceTaintUnknown", f"what the taints of device {GPU}/{NODE}/gpu-1 do to claim ml/held is unknown "
-                              f"({_message(SPECS['effect unknown'][1])}): whether pods ml/user are evicted or keep it "
-                              "is not concluded")]
+        "DeviceTaintUnknown", f"what the taints of device {GPU}/{NODE}/gpu-1 do to claim ml/held is unknown, so "
+                              "whether pods ml/user are evicted or keep it is not concluded: "
+                              + _message(SPECS["effect unknown"][1]))]
