@@ -152,6 +152,7 @@ def _watch(env, opened, output, watch) -> int:
                 (env.error if output.no_headers else stream.write)(printed.prose)
     stream.problems(inventory)
     for line in result.problems[len(inventory.problems):]:  # the DeviceTaintRules it could not evaluate
+        stream.said.add(line)
         stream.error(line)
     until = deadline(opened)
     for watcher in watches:

@@ -4,11 +4,13 @@ on stderr with exit 4 (no false eviction, no silence). See docs/kubernetes/dra-a
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
 import yaml
 from builders import claim, pod, reserved_pod, resource_slice
+from test_watch import fresh, taint_server, when_watching
 
 GPU, NODE = "gpu.example.com", "worker-1"
 LATER = "NoExecuteWithPodDisruptionBudget"  # an effect a newer release may add (the API comment's example)
@@ -119,3 +121,29 @@ def test_explain_claim_of_an_allocated_claim_says_unknown(dra, tmp_path):
         "DeviceTaintUnknown", f"what the taints of device {GPU}/{NODE}/gpu-1 do to claim ml/held is unknown, so "
                               "whether pods ml/user are evicted or keep it is not concluded: "
                               + _message(SPECS["effect unknown"][1]))]
+
+
+def test_taints_watch_names_the_rule_once_and_exits_partial(make_apiserver, kubeconfig_for, dra):
+    """A rule with an unknown effect arrives during ``taints -w``, then changes again: its devices
+    are ADDED as Unknown (never Evicted), and stderr names it once for the whole watch, exit 4."""
+    user = pod("user", claims={"g": "held"})
+    server = taint_server(make_apiserver, [resource_slice(NODE, GPU, ["gpu-0", "gpu-1"]), user,
+                                           claim("held", devices=[(GPU, NODE, "gpu-1")], reserved_for=[reserved_pod(user)])])
+    kubeconfig = str(kubeconfig_for(server, namespace="ml"))
+    spec = {"deviceSelector": {"device": "gpu-1"}, "taint": {"key": "example.com/maint", "effect": LATER}}
+    maint = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceTaintRule", "metadata": {"name": "maint"}, "spec": spec}
+
+    def changes(server):
+        server.add(maint)
+        time.sleep(0.4)
+        server.add(fresh({**maint, "spec": {**spec, "taint": {**spec["taint"], "value": "again"}}}))
+
+    thread = when_watching(server, "devicetaintrules", changes)
+    result = dra("taints", "--kubeconfig", kubeconfig, "-w", "--request-timeout", "2500ms", "--output-watch-events")
+    thread.join()
+    assert result.exit_code == 4, result
+    assert [" ".join(line.split()) for line in result.stdout.splitlines()] == [
+        "No tainted devices.",
+        "EVENT DEVICE EFFECT CLAIM PODS OUTCOME",
+        f"ADDED {GPU}/{NODE}/gpu-1 <unknown> ml/held 1 Unknown"]
+    assert result.stderr.count(f"error: {_message(SPECS['effect unknown'][1])}\n") == 1, result.stderr
