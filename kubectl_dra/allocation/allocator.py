@@ -27,6 +27,7 @@ from kubectl_dra.model.claim import DeviceToleration, ExactDeviceRequest, Resour
 from kubectl_dra.model.resource import Device, DeviceClass, DeviceTaint, ResourceSlice
 from kubectl_dra.pools.nodeselector import NodeSelectorError
 from kubectl_dra.quantity import Quantity
+from kubectl_dra.taints.rules import RuleTaints
 from kubectl_dra.taints.tolerations import tolerates
 
 MAX_RESULTS = 32  # AllocationResultsMaxSize
@@ -244,9 +245,9 @@ class Allocator:
     """One pod's (or one claim's) allocation problem over the cluster's slices."""
 
     def __init__(self, claims: list[ResourceClaim], classes: dict[str, DeviceClass], state: AllocatedState,
-                 features: frozenset[str] = DEFAULT_FEATURES, rule_taints: dict | None = None):
+                 features: frozenset[str] = DEFAULT_FEATURES, rule_taints: RuleTaints | None = None):
         self.features = features
-        self.rule_taints = rule_taints or {}  # (driver, pool, device) -> DeviceTaintRule taints
+        self.rule_taints = rule_taints or RuleTaints()  # what DeviceTaintRules do to new allocations
         self.claims = claims
         self.classes = classes
         self.state = state
@@ -261,15 +262,20 @@ class Allocator:
 
     def _taint(self, pool: Pool, device: Device, tolerations: list[DeviceToleration]):
         """The first taint that keeps the request off the device: the driver's, then the rules' (the
-        scheduler's slice tracker adds DeviceTaintRule taints to the devices they select)."""
+        scheduler's slice tracker adds DeviceTaintRule taints to the devices they select). When none
+        does and a rule that cannot be evaluated may select the device, whether it may be taken is
+        unknown: Undetermined, never a guess (taints/rules.py), unless the request tolerates every
+        taint (``operator: Exists`` without key or effect)."""
         if "deviceTaints" not in self.features:
             return None
         found = _blocking_taint(device, tolerations)
-        if found is None and self.rule_taints:
-            extra = self.rule_taints.get((pool.driver, pool.name, device.name))
-            if extra:
-                found = next((t for t in extra if t.effect in ("NoSchedule", "NoExecute")
-                              and not _tolerated(t, tolerations)), None)
+        if found is None:
+            key = (pool.driver, pool.name, device.name)
+            found = next((t for t in self.rule_taints.taints.get(key, ()) if t.effect in ("NoSchedule", "NoExecute")
+                          and not _tolerated(t, tolerations)), None)
+            if found is None and (rule := self.rule_taints.unknown(key)) is not None and \
+                    not any(t.operator == "Exists" and not t.key and not t.effect for t in tolerations):
+                raise Undetermined(f"device {pool.key}/{device.name}: {rule.message}")
         return found
 
     def _cel_device(self, pool: Pool, device: Device) -> dict:
@@ -391,21 +397,29 @@ class Allocator:
                 amount = spec.value
                 per_set[counter] = per_set[counter] + amount if counter in per_set else amount
 
-    def _counters_fit(self, pool: Pool, device: Device, consumed: dict) -> bool:
-        """``checkAvailableCounters``: reserve the device's consumption; fits when no counter of the
-        pool is short, else the reservation is taken back."""
-        if not device.consumes_counters:
-            return True
+    def _short_counter(self, pool: Pool, device: Device, consumed: dict) -> tuple[str, str, Quantity, object] | None:
+        """``checkAvailableCounters``: with the device's consumption added to the attempt's, the first
+        counter of the pool (set, counter, left, wanted) with less left than wanted, or None.
+
+        Upstream compares EVERY counter of EVERY counter set of the pool, a counter nobody in the
+        attempt consumes counting as zero wanted, so a counter the cluster's allocations already
+        overdrew (a slice that shrank its counters) refuses every counter-consuming device of the pool
+        (k8s.io/dynamic-resource-allocation@v0.37.2 structured/internal/incubating/
+        allocator_incubating.go lines 1666-1678, docs/kubernetes/dra-apis.md §6.2). The reservation is taken
+        back either way."""
         available = self._pool_available(pool)
         self._reserve(pool, device, consumed)
         mine = consumed[pool.key]
-        for set_name, counters in available.items():
-            for counter, left in counters.items():
-                used = mine.get(set_name, {}).get(counter)
-                if used is not None and left < used:
-                    self._release(pool, device, consumed)
-                    return False
-        return True
+        try:
+            for set_name in sorted(available):
+                for counter in sorted(available[set_name]):
+                    left = available[set_name][counter]
+                    wanted = mine.get(set_name, {}).get(counter, 0)
+                    if left < wanted:
+                        return set_name, counter, left, wanted
+            return None
+        finally:
+            self._release(pool, device, consumed)
 
     def _release(self, pool: Pool, device: Device, consumed: dict) -> None:
         mine = consumed.get(pool.key, {})
@@ -471,10 +485,16 @@ class Allocator:
             return "Counters", "the device consumes shared counters, and DRAPartitionableDevices is off"
         if self._counters_counted(key, multi, attempt):
             return None
-        if not self._counters_fit(pool, device, attempt.counters):
-            return "Counters", "the pool's shared counters are used up by other allocations"
-        self._release(pool, device, attempt.counters)
-        return None
+        short = self._short_counter(pool, device, attempt.counters)
+        if short is None:
+            return None
+        set_name, counter, left, wanted = short
+        if left < 0:
+            return "Counters", (f"shared counter {set_name}/{counter} of the pool is overdrawn ({left} left after "
+                                "the cluster's allocations): the scheduler refuses every device of the pool that "
+                                "consumes counters")
+        return "Counters", (f"shared counter {set_name}/{counter} of the pool is used up: {left} left after other "
+                            f"allocations, {wanted} wanted")
 
     def _taint_refusal(self, request: _Request, pool: Pool, device: Device):
         """A NoSchedule or NoExecute taint of the device or of a DeviceTaintRule, not tolerated."""

@@ -17,6 +17,7 @@ from kubectl_dra.model.claim import ResourceClaim, ResourceClaimTemplate
 from kubectl_dra.model.resource import DeviceClass, DeviceTaintRule, ResourceSlice
 from kubectl_dra.pools.nodeselector import NodeSelectorError, node_selector_matches
 from kubectl_dra.taints.explain import device_taints
+from kubectl_dra.taints.rules import RuleTaints, split_rules
 
 
 def template_claim(pod: Pod, pod_claim_name: str, template: ResourceClaimTemplate) -> ResourceClaim:
@@ -65,16 +66,18 @@ def slice_index(slices: list[ResourceSlice]):
     return by_node, shared, by_pool
 
 
-def rule_taints(inventory: Inventory) -> dict:
+def rule_taints(inventory: Inventory) -> RuleTaints:
     """DeviceTaintRule taints that keep new allocations off, per selected device: the same matching
-    ``taints`` uses (the driver's own taints are on the devices already)."""
-    rules = [r for r in inventory.all(DeviceTaintRule) if r.spec.taint.effect in ("NoSchedule", "NoExecute")]
+    ``taints`` uses (the driver's own taints are on the devices already); and the rules that cannot
+    be evaluated, whose devices the allocator calls undetermined (taints/rules.py)."""
+    applied, unevaluated = split_rules(inventory.all(DeviceTaintRule), allocation=True)
+    rules = [r for r in applied if r.spec.taint.effect in ("NoSchedule", "NoExecute")]
     if not rules:
-        return {}
+        return RuleTaints(unevaluated=unevaluated)
     out: dict = {}
     for key, taints in device_taints(inventory, rules, datetime.now(timezone.utc)).items():
         out[key] = [t for t in taints if t.source != "slice"]
-    return {key: taints for key, taints in out.items() if taints}
+    return RuleTaints({key: taints for key, taints in out.items() if taints}, unevaluated)
 
 
 def not_on_node(claim: ResourceClaim, node: Node) -> bool:

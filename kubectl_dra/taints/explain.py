@@ -11,9 +11,10 @@ is theirs) and that ``status.reservedFor`` lists. Tolerations are the claim's al
 without ``tolerationSeconds`` tolerates forever, otherwise the shortest delay counts from the
 taint's ``timeAdded``. Eviction deletes the pod (no PodDisruptionBudget).
 
-A taint of a slice or a toleration of an allocation result that did not validate when it was read
-makes the outcome for that claim ``Unknown`` (with the field): what it would have decided is not
-guessed from what is left.
+A taint of a slice or a toleration of an allocation result that did not validate when it was read,
+or a DeviceTaintRule that cannot be evaluated and may select the device (taints/rules.py), makes the
+outcome for that claim ``Unknown`` (with the field): what it would have decided is not guessed from
+what is left.
 """
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from kubectl_dra.model.pod import Pod
 from kubectl_dra.model.claim import ResourceClaim, is_reserved_for_pod
 from kubectl_dra.model.resource import DeviceTaint, DeviceTaintRule, ResourceSlice
 from kubectl_dra.pools.slices import current_slices
+from kubectl_dra.taints.rules import UnevaluatedRule, first_unknown, split_rules
 from kubectl_dra.taints.tolerations import tolerates
 from kubectl_dra.text import plural
 from kubectl_dra.taints.document import ConsumerOutcome, TaintExplanation, TaintView, TaintedDevice
@@ -161,13 +163,15 @@ def pods_at_stake(claim: ResourceClaim, inventory: Inventory) -> list[Pod]:
 
 
 def _consumer(claim: ResourceClaim, taints: dict[Key, list[TaintView]], inventory: Inventory, now: datetime,
-              dry_run: bool) -> ConsumerOutcome | None:
+              dry_run: bool, unevaluated: list[UnevaluatedRule] = ()) -> ConsumerOutcome | None:
     """What the taints do to one claim's pods; None when no taint on its devices has an effect;
-    ``Unknown`` when a taint of its devices or a toleration of its results did not validate."""
+    ``Unknown`` when a taint of its devices or a toleration of its results did not validate, or a
+    rule of ``unevaluated`` may select one of its devices."""
     label = f"{claim.namespace}/{claim.name}"
     keys = [(r.driver, r.pool, r.device) for r in claim.status.allocation.devices.results]
     _, _, unreadable = published_devices(inventory)
-    unknown = next((unreadable[k] for k in keys if k in unreadable), None)
+    unknown = next((unreadable[k] for k in keys if k in unreadable), None) or \
+        next((rule.message for k in keys if (rule := first_unknown(unevaluated, k)) is not None), None)
     if unknown is None and not any(t.effect in ("NoSchedule", "NoExecute") for k in keys for t in taints.get(k, ())):
         return None
     if unknown is None and claim.invalid_fields and (bad := claim.invalid_under("status.allocation.devices")):
@@ -190,7 +194,8 @@ def _consumer(claim: ResourceClaim, taints: dict[Key, list[TaintView]], inventor
 def explain_taints(inventory: Inventory, now: datetime | None = None, *, dry_run: DeviceTaintRule | None = None,
                    rules: list[DeviceTaintRule] | None = None) -> TaintExplanation:
     """Every tainted device and the claims and pods it touches; with ``dry_run``, only what that rule
-    would add, as if it were applied now."""
+    would add, as if it were applied now. A rule that cannot be evaluated is not applied: the devices
+    it may select are shown ``unknown``, and ``problems`` (after the inventory's) names the rule."""
     now = now or datetime.now(timezone.utc)
     rules = list(rules if rules is not None else inventory.all(DeviceTaintRule))
     claims = [c for c in inventory.all(ResourceClaim) if c.status.allocation is not None]
@@ -201,22 +206,24 @@ def explain_taints(inventory: Inventory, now: datetime | None = None, *, dry_run
     published, _, unreadable = published_devices(inventory)
     if dry_run is not None:
         rules = [r for r in rules if r.name != dry_run.name] + [dry_run]
+    rules, unevaluated = split_rules(rules)
     taints = device_taints(inventory, rules, now, extra_keys=allocated)
+    maybe = {key: rule.message for key in (*published, *allocated) if (rule := first_unknown(unevaluated, key))}
     result = TaintExplanation(dry_run=dry_run is not None, rule=dry_run.name if dry_run else None)
-    shown = sorted(taints) if dry_run is None else sorted(k for k in taints if rule_selects(dry_run, k))
+    shown = sorted({*taints, *maybe}) if dry_run is None else sorted(k for k in taints if rule_selects(dry_run, k))
     for key in shown:
         device = TaintedDevice(device="/".join(key), node=published.get(key), published=key in published,
-                               taints=taints[key], unknown=unreadable.get(key))
+                               taints=taints.get(key, []), unknown=unreadable.get(key) or maybe.get(key))
         if dry_run is not None:  # what the rule changes: judge the consumers with its taint alone added
             device.taints = [t for t in taints[key] if t.source == f"rule/{dry_run.name}"] + \
                             [t for t in taints[key] if t.source != f"rule/{dry_run.name}"]
         for claim in allocated.get(key, ()):
-            consumer = _consumer(claim, taints, inventory, now, dry_run is not None)
+            consumer = _consumer(claim, taints, inventory, now, dry_run is not None, unevaluated)
             if consumer is not None:
                 device.consumers.append(consumer)
         result.devices.append(device)
     result.findings = _findings(result, dry_run, published, inventory)
-    result.problems = [p.message for p in inventory.problems]
+    result.problems = [p.message for p in inventory.problems] + [rule.message for rule in unevaluated]
     return result
 
 
@@ -241,6 +248,10 @@ def _consumer_finding(device: TaintedDevice, consumer: ConsumerOutcome) -> Findi
                                f"({sources}): {pods} {verb}. If the taint is expected (maintenance), "
                                "tolerate it in the request (effect NoExecute, with tolerationSeconds "
                                "to delay); otherwise repair the device or remove the rule")
+    if consumer.outcome == "Unknown":
+        return Finding(code="DeviceTaintUnknown", severity="warning", object=f"resourceclaim/{consumer.claim}",
+                       message=f"what the taints of device {device.device} do to claim {consumer.claim} is unknown, "
+                               f"so whether {pods} are evicted or keep it is not concluded: {consumer.unknown}")
     if consumer.outcome == "BlocksNewAllocations":
         return Finding(code="DeviceTaintedNoSchedule", severity="warning", object=f"resourceclaim/{consumer.claim}",
                        message=f"device {device.device} of claim {consumer.claim} has a NoSchedule "
@@ -321,13 +332,15 @@ def claim_taints(claim: ResourceClaim, inventory: Inventory, now: datetime | Non
     now = now or datetime.now(timezone.utc)
     keys = [(r.driver, r.pool, r.device) for r in claim.status.allocation.devices.results] \
         if claim.status.allocation else []
-    taints = taints_of(inventory, inventory.all(DeviceTaintRule), now, keys) if keys else {}
+    applied, unevaluated = split_rules(inventory.all(DeviceTaintRule))
+    taints = taints_of(inventory, applied, now, keys) if keys else {}
     mine = {k: taints[k] for k in keys if k in taints}
     findings: list[Finding] = []
-    consumer = _consumer(claim, mine, inventory, now, False) if mine else None
-    if consumer is not None:  # named after its first tainted device
-        first = next(iter(mine))
-        finding = _consumer_finding(TaintedDevice(device="/".join(first), taints=mine[first]), consumer)
+    unknown = next((k for k in keys if first_unknown(unevaluated, k)), None)
+    consumer = _consumer(claim, mine, inventory, now, False, unevaluated) if mine or unknown else None
+    if consumer is not None:  # named after its first tainted device (or the one a rule may taint)
+        first = unknown if not mine or (consumer.outcome == "Unknown" and unknown) else next(iter(mine))
+        finding = _consumer_finding(TaintedDevice(device="/".join(first), taints=mine.get(first, [])), consumer)
         if finding is not None:
             findings.append(finding)
     for pod in inventory.pods_by_claim().get((claim.namespace, claim.name), []):
