@@ -34,8 +34,8 @@ PATHS = {p.name: p for p in (
          ("kubectl-dra", "verify", "--help"), ("kubectl-dra", "taints", "--help"),
          ("kubectl-dra", "overlays", "--help"), ("kubectl-dra", "claims", "--sort-by", "nope"),
          ("dra-node-agent", "scan", "--help")),
-        ("pydantic", "kubectl_dra.model", "kubectl_dra.commands", "kubectl_dra.claims", "kubectl_dra.nodescan",
-         "kubernetes"),
+        ("pydantic", "kubectl_dra.model", "kubectl_dra.commands", "kubectl_dra.claims.summary", "kubectl_dra.nodescan",
+         "kubectl_dra.allocation", "kubectl_dra.scheduling", "kubernetes"),
         "import kubectl_dra.cli.claims",
         "import kubectl_dra.commands.claims"),
     StartupPath(

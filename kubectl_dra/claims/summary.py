@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Callable, Iterable
 
 from pydantic import Field, PrivateAttr
 
+from kubectl_dra.claims.sorting import SORT_KEYS, sort_key
 from kubectl_dra.document import Document, part
 from kubectl_dra.gcpause import gc_paused
 from kubectl_dra.model.claim import ResourceClaim, ResourceClaimConsumerReference
@@ -81,25 +82,6 @@ def summarize(claim: ResourceClaim, inventory: Inventory) -> ClaimSummary:
         groups=[ref.name for ref in claim.status.reserved_for if ref.is_pod_group],
         creation_timestamp=claim.metadata.creation_timestamp,
     )
-
-
-SORT_KEYS = {
-    "name": lambda i: (i.name, i.namespace),
-    "namespace": lambda i: (i.namespace, i.name),
-    "node": lambda i: (i.node or "", i.namespace, i.name),
-    "state": lambda i: (",".join(i.state), i.namespace, i.name),
-    "age": lambda i: (i.creation_timestamp.timestamp() if i.creation_timestamp else 0.0, i.namespace, i.name),
-    "devices": lambda i: (len(i.devices), i.namespace, i.name),
-    "reservations": lambda i: (len(i.reserved_for), i.namespace, i.name),
-    "findings": lambda i: (len(i.findings), i.namespace, i.name),
-}
-SORT_ALIASES = {".metadata.name": "name", ".metadata.namespace": "namespace",
-                ".metadata.creationTimestamp": "age", "creationTimestamp": "age"}
-
-
-def sort_key(name: str):
-    """``--sort-by``: a column-like key or the kubectl JSONPath spelling of one."""
-    return SORT_KEYS.get(SORT_ALIASES.get(name, name))
 
 
 def detailed_view(full_output: bool, only_findings: bool, sort_by: str) -> bool:

@@ -14,8 +14,8 @@ from kubectl_dra.flags.connection import kube_options
 
 def sort_keys() -> list[str]:
     """--sort-by's names (the completion's, and what the usage check accepts), from the core's table."""
-    # start-up: help - read only when --sort-by is completed or checked: --help loads no core (pydantic)
-    from kubectl_dra.claims.summary import SORT_ALIASES, SORT_KEYS
+    # start-up: help - the key table (no model) only when --sort-by is completed or checked
+    from kubectl_dra.claims.sorting import SORT_ALIASES, SORT_KEYS
 
     return [*SORT_KEYS, *SORT_ALIASES]
 
