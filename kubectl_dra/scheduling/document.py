@@ -6,11 +6,19 @@ import dataclasses
 
 from pydantic import Field
 
-from kubectl_dra.document import Part, part
+from kubectl_dra.document import PART_CONFIG, Part, part
 
 
-@part
-class ReasonEvidence:
+@dataclasses.dataclass(slots=True)
+class Evidence:
+    """The numbers or facts behind one reason, for a person (never part of the scheduler's words).
+
+    For a resource: what the pod asks for (``requested``, of which ``dra`` came from its claims'
+    node-allocatable mappings and ``overhead`` from the RuntimeClass), the node's ``allocatable``
+    and what the pods already bound there ``used``; all in Kubernetes quantity notation. For
+    anything else, ``detail`` says which taint, label, port, term or device it was.
+    """
+
     reason: str
     resource: str | None = None
     requested: str | None = None
@@ -19,6 +27,9 @@ class ReasonEvidence:
     allocatable: str | None = None
     used: str | None = None
     detail: str | None = None
+
+
+Evidence.__pydantic_config__ = PART_CONFIG  # as a part: made by the filters positionally, serialized in camelCase
 
 
 @part
@@ -39,7 +50,7 @@ class NodeScheduling:
     fits: bool | None  # None: this tool cannot tell (see undetermined)
     plugin: str | None = None  # the filter that refused it, as the scheduler reports it
     reasons: list[str] = dataclasses.field(default_factory=list)  # the scheduler's words
-    evidence: list[ReasonEvidence] = dataclasses.field(default_factory=list)
+    evidence: list[Evidence] = dataclasses.field(default_factory=list)
     also: list[PluginReasons] = dataclasses.field(default_factory=list)  # later filters that refuse it too
     undetermined: list[NotEvaluated] = dataclasses.field(default_factory=list)
 

@@ -8,16 +8,15 @@ step. Preemption is never evaluated, and the document says so.
 """
 from __future__ import annotations
 
-import dataclasses
 from kubectl_dra.document import Finding
 from kubectl_dra.model.claim import ResourceClaim
 from kubectl_dra.model.inventory import Inventory
 from kubectl_dra.model.node import Node
 from kubectl_dra.model.pod import Pod
 from kubectl_dra.scheduling.cycle import Attempt, NodeVerdict, run
-from kubectl_dra.scheduling.framework import Cycle, Evidence, NodeInfo, PodInfo
+from kubectl_dra.scheduling.framework import Cycle, NodeInfo, PodInfo
 from kubectl_dra.scheduling.profile import DEFAULT_SCHEDULER, Profile, default_profile
-from kubectl_dra.scheduling.document import NodeScheduling, NotEvaluated, PluginReasons, ReasonEvidence, Scheduling
+from kubectl_dra.scheduling.document import NodeScheduling, NotEvaluated, PluginReasons, Scheduling
 
 PREEMPTION = ("preemption is not evaluated: when the pod has a priority above pods on a node, the scheduler may "
               "evict them to make room (its message then goes on after \" preemption:\")")
@@ -154,13 +153,9 @@ def _node_view(verdict: NodeVerdict) -> NodeScheduling:
     return NodeScheduling(
         node=verdict.node, fits=verdict.fits, plugin=status.plugin or None if not status.success else None,
         reasons=list(status.reasons) if not status.success else [],
-        evidence=[_evidence(e) for e in status.evidence] if not status.success else [],
+        evidence=list(status.evidence) if not status.success else [],
         also=[PluginReasons(plugin=s.plugin, reasons=list(s.reasons)) for s in verdict.also],
         undetermined=[NotEvaluated(plugin=s.plugin, why=s.undetermined or "") for s in verdict.undetermined])
-
-
-def _evidence(e: Evidence) -> ReasonEvidence:
-    return ReasonEvidence(**dataclasses.asdict(e))
 
 
 _STEPS = {  # plugin -> what to change, for a person
