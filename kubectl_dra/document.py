@@ -1,4 +1,4 @@
-"""Base of every result document (DESIGN §4.3): ``apiVersion``, ``kind``, camelCase keys."""
+"""Base of every result document (docs/contracts.md §3): ``apiVersion``, ``kind``, camelCase keys."""
 
 from __future__ import annotations
 

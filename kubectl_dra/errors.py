@@ -1,17 +1,15 @@
 """Errors the user can act on.
 
 Every failure that reaches the command line is one of these: the CLI prints ``str(error)`` as a
-single line on stderr and exits with ``exit_code``. Anything else is a bug and gets a traceback
-only under ``--debug``.
+single line on stderr and exits 3, "error, nothing shown" (the one mapping is in ``cli/__init__.py``;
+the agent's scan does the same). Anything else is a bug and gets a traceback only under ``--debug``.
 """
 
 from __future__ import annotations
 
 
 class DRAError(Exception):
-    """Base class: a message meant for the user, and the exit code that goes with it."""
-
-    exit_code = 1
+    """Base class: a message meant for the user."""
 
 
 class InputError(DRAError):

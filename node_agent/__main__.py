@@ -10,8 +10,10 @@ import sys
 import click
 
 from kubectl_dra import __version__
-from kubectl_dra.flags.node import node_options
 from kubectl_dra.flags.connection import kube_options
+from kubectl_dra.flags.host import cdi_dir_option, check_cgroup_root
+from kubectl_dra.flags.node import node_options
+from kubectl_dra.flags.output import output_options
 
 EXIT = ("Exit codes (scan), as kubectl dra's: 0 every pod matches (or the node runs none); 1 divergence or claim "
         "finding (it outranks 4); 2 usage error (a bad flag value, a --cgroup-root that is no cgroup v2 tree); 3 "
@@ -72,43 +74,42 @@ class Interval(click.ParamType):
         return seconds
 
 
-def agent_options(command):
-    command = click.option("--node", default=None,
-                           help="The node whose pods to check [default: $NODE_NAME, else this host's name if "
-                                "a Node has it].")(command)
-    # readable=False: a directory that cannot be read is the scan's to say (those checks are not made,
-    # the cgroup results stand), never a usage error that loses everything
-    command = click.option("--cdi-dir", "cdi_dirs", multiple=True, type=click.Path(readable=False), metavar="DIR",
-                           help="A CDI spec directory, repeatable, later ones win as in the runtime [default: "
-                                "/etc/cdi, /var/run/cdi]; used to check that every prepared device's CDI ID "
-                                "resolves (/host/etc/cdi and /host/var/run/cdi with manifests/node-dra-state).")(
-        command)
-    command = click.option("--kubelet-root", default="/var/lib/kubelet", show_default=True, type=click.Path(readable=False),
-                           help="The kubelet's root directory: cpu_manager_state (the CPU manager policy and "
-                                "exclusive CPUs), dra_manager_state (the claims it prepared) and "
-                                "pod-resources/kubelet.sock (its PodResources API). Each is optional: what is "
-                                "missing is skipped and said (/host/var/lib/kubelet in the DaemonSet, with "
-                                "manifests/kubelet-state or manifests/node-dra-state).")(command)
-    command = click.option("--cgroup-root", default="/sys/fs/cgroup", show_default=True, type=click.Path(),
-                           help="Where the host's cgroup v2 tree is mounted (/host/sys/fs/cgroup in the DaemonSet).")(
-        command)
-    command = click.option("--sys-root", default=None, type=click.Path(),
-                           help="Host /sys, for huge page sizes [default: the cgroup root without /fs/cgroup].")(
-        command)
-    return command
+def agent_options(check_root: bool):
+    """The node and its host paths. ``check_root``: a root that is no cgroup v2 tree is a usage error
+    (``scan``); the service instead says so in its report and keeps serving."""
+
+    def decorate(command):
+        command = click.option("--node", default=None,
+                               help="The node whose pods to check [default: $NODE_NAME, else this host's name if "
+                                    "a Node has it].")(command)
+        command = cdi_dir_option(command)
+        command = click.option("--kubelet-root", default="/var/lib/kubelet", show_default=True,
+                               type=click.Path(readable=False),
+                               help="The kubelet's root directory: cpu_manager_state (the CPU manager policy and "
+                                    "exclusive CPUs), dra_manager_state (the claims it prepared) and "
+                                    "pod-resources/kubelet.sock (its PodResources API). Each is optional: what is "
+                                    "missing is skipped and said (/host/var/lib/kubelet in the DaemonSet, with "
+                                    "manifests/kubelet-state or manifests/node-dra-state).")(command)
+        command = click.option("--cgroup-root", default="/sys/fs/cgroup", show_default=True, type=click.Path(),
+                               callback=check_cgroup_root if check_root else None,
+                               help="Where the host's cgroup v2 tree is mounted (/host/sys/fs/cgroup in the "
+                                    "DaemonSet).")(command)
+        command = click.option("--sys-root", default=None, type=click.Path(),
+                               help="Host /sys, for huge page sizes [default: the cgroup root without "
+                                    "/fs/cgroup].")(command)
+        return command
+
+    return decorate
 
 
 @cli.command("scan", epilog=EXIT)
 @kube_options
 @node_options
-@agent_options
+@agent_options(check_root=True)
 @click.option("--once", is_flag=True, help="Scan once and exit (the only mode of scan; for a node shell).")
-@click.option("-o", "--output", "output_format", type=click.Choice(["table", "wide", "json", "yaml"]),
-              default="table", show_default=True)
-@click.option("--no-headers", is_flag=True)
+@output_options(formats=("table", "wide", "json", "yaml"))
 @click.pass_context
-def scan_command(ctx, kube, node_flags, node, cdi_dirs, kubelet_root, cgroup_root, sys_root, once, output_format,
-                 no_headers) -> None:
+def scan_command(ctx, kube, node_flags, node, cdi_dirs, kubelet_root, cgroup_root, sys_root, once, output) -> None:
     """Compare every pod on the node with the prediction and print a NodeEnforcementReport.
 
     \b
@@ -120,20 +121,18 @@ def scan_command(ctx, kube, node_flags, node, cdi_dirs, kubelet_root, cgroup_roo
       dra-node-agent scan --once --node worker-1
       dra-node-agent scan --once --snapshot bundle/ --node worker-1 --cgroup-root /tmp/tree/fs/cgroup -o json
     """
-    from node_agent.cgroupfs import CgroupFS
-    from node_agent.service import run_scan_once
+    # start-up: help
+    from kubectl_dra.nodescan.node import HostPaths
+    from node_agent.once import run_scan_once
 
-    unusable = CgroupFS(cgroup_root, sys_root).unusable()
-    if unusable:  # the same check and words as kubectl dra verify --cgroup-root
-        raise click.BadParameter(unusable[1], param_hint="'--cgroup-root'")
-    sys.exit(run_scan_once(kube, node_flags, node, cgroup_root, sys_root, output_format, no_headers,
-                           kubelet_root=kubelet_root, cdi_dirs=tuple(cdi_dirs) or None))
+    host = HostPaths(cgroup_root=cgroup_root, sys_root=sys_root, kubelet_root=kubelet_root, cdi_dirs=cdi_dirs)
+    sys.exit(run_scan_once(kube, node_flags, node, host, output))
 
 
 @cli.command("run", epilog="The DaemonSet's command; see manifests/.")
 @kube_options
 @node_options
-@agent_options
+@agent_options(check_root=False)
 @click.option("--listen", default="0.0.0.0:8080", show_default=True, type=ListenAddress(),
               help="HOST:PORT for /metrics /healthz /readyz /report.")
 @click.option("--interval", default=60.0, show_default=True, type=Interval(),
@@ -149,14 +148,16 @@ def run_command(kube, node_flags, node, cdi_dirs, kubelet_root, cgroup_root, sys
                 check_network, proc_root) -> None:
     """Run as the DaemonSet service: watch this node's pods, rescan on change and every
     --interval seconds, publish the report, Events and Prometheus metrics."""
-    from node_agent.service import Agent, AgentConfig, choose_node
+    # start-up: help
+    from kubectl_dra.nodescan.node import choose_node
+    from node_agent.service import Agent, AgentConfig
 
     name, _ = choose_node(node, os.environ)
     host, port = listen
     listen = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     config = AgentConfig(node=name, cgroup_root=cgroup_root, sys_root=sys_root, listen=listen, interval=interval,
                          publish=publish, check_network=check_network, proc_root=proc_root, node_flags=node_flags,
-                         kubelet_root=kubelet_root, cdi_dirs=tuple(cdi_dirs) or None)
+                         kubelet_root=kubelet_root, cdi_dirs=cdi_dirs)
     agent = Agent(config, kube)
     try:
         agent.start_http()

@@ -12,10 +12,11 @@ from __future__ import annotations
 import os
 
 from kubectl_dra.kube.reads import ReadRequest
+from kubectl_dra.model.claim import ResourceClaim
 from kubectl_dra.model.inventory import Inventory
 from kubectl_dra.model.pod import Pod
-from kubectl_dra.model.claim import ResourceClaim
 from kubectl_dra.model.resource import ResourceSlice
+from kubectl_dra.pools.slices import slice_device
 from kubectl_dra.verify.report import Divergence, NodeEnforcementReport
 
 IFNAME_ATTRIBUTE = "dra.net/ifName"
@@ -23,6 +24,7 @@ IFNAME_ATTRIBUTE = "dra.net/ifName"
 
 def interfaces(netns: str | None = None) -> set[str]:
     """Interface names in a network namespace (a path such as /proc/PID/ns/net), or the current one."""
+    # start-up: check-network
     from pyroute2 import IPRoute, NetNS
 
     handle = NetNS(netns) if netns else IPRoute()
@@ -42,7 +44,7 @@ def expected_devices(pod: Pod, inventory: Inventory) -> list[tuple[str, str | No
         for status in claim.status.devices:
             if status.network_data is None:
                 continue
-            _, device = inventory.slice_device(status.driver, status.pool, status.device)
+            _, device = slice_device(inventory, status.driver, status.pool, status.device)
             host = device.attributes.get(IFNAME_ATTRIBUTE).value if device and IFNAME_ATTRIBUTE in device.attributes \
                 else None
             found.append((f"{status.driver}/{status.pool}/{status.device}", status.network_data.interface_name, host))

@@ -20,6 +20,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from apiserver import FakeAPIServer  # noqa: E402
 from builders import claim, pod, reserved_pod, resource_slice  # noqa: E402
+from startup_paths import PATHS  # noqa: E402
 
 BIN = Path(sys.executable).parent
 REPEATS = 7  # in-process CPU measures take the least of this many passes: this VM's speed wanders
@@ -83,6 +84,28 @@ def bench_help(runs: int) -> None:
         theirs = median_ms([kubectl, "--help"])
         line += f" = {ours / theirs:.1f}x kubectl --help ({theirs:.0f} ms)"
     print(line)
+
+
+def bench_startup(runs: int) -> None:
+    """What each start-up path of docs/architecture.md §5 saves: the wall time of its first command
+    as it is, and what the imports it defers would add (timed in a fresh interpreter after what
+    the path loads anyway)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    entry = {"kubectl-dra": "from kubectl_dra.cli import main", "dra-node-agent": "from node_agent.__main__ import main"}
+    for path in PATHS.values():
+        program, *args = path.commands[0]
+        wall = None
+        if not path.live:
+            code = args[0] if program == "python" else f"import sys; {entry[program]}; sys.argv = {[program, *args]!r}; main()"
+            wall = statistics.median(timed([sys.executable, "-c", code], env)[0] for _ in range(runs)) * 1000
+        probe = (f"import time; {path.already}; t = time.perf_counter(); {path.deferred}; "
+                 "print(time.perf_counter() - t)")
+        saved = statistics.median(float(subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                                                       cwd=ROOT, env=env, check=True).stdout) for _ in range(runs))
+        shown = " ".join(path.commands[0]) if program != "python" else f"python -c {args[0]!r}"
+        took = f"{wall:.0f} ms" if wall is not None else "(live)"
+        print(f"start-up path {path.name}: {shown}: {took}; the deferred imports would add {saved * 1000:.0f} ms "
+              f"(median of {runs})")
 
 
 def bench_floor(runs: int, tmp: Path) -> None:
@@ -252,8 +275,8 @@ def bench_agent_scan(n_pods: int = 250, containers: int = 4) -> None:
         snapshot.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": [*raws, node]}))
         code = (
             "import sys,time,gc;from pathlib import Path;"
-            "from kubectl_dra.kube.snapshot import load_snapshot;from node_agent.cgroupfs import CgroupFS;"
-            "from node_agent.scan import scan;"
+            "from kubectl_dra.kube.snapshot import load_snapshot;from kubectl_dra.nodescan.cgroupfs import CgroupFS;"
+            "from kubectl_dra.nodescan.scan import scan;"
             f"inv=load_snapshot(Path({str(snapshot)!r}));fs=CgroupFS({tmp + '/fs/cgroup'!r});"
             "read=[];orig=fs.read\n"
             "def rec(rel,files):\n read.append((rel,list(files)));return orig(rel,files)\n"
@@ -484,7 +507,7 @@ def main() -> None:
     parser.add_argument("--help-runs", type=int, default=20)
     parser.add_argument("--predict-pods", type=int, default=10000)
     parser.add_argument("--reports", type=int, default=5000)
-    parser.add_argument("--only", default="help,floor,prediction,agent,allocation,pending,verify,cluster,overlays",
+    parser.add_argument("--only", default="help,startup,floor,prediction,agent,allocation,pending,verify,cluster,overlays",
                         help="comma-separated parts to run (all by default)")
     args = parser.parse_args()
     only = set(args.only.split(","))
@@ -496,6 +519,8 @@ def main() -> None:
     compileall.compile_dir(str(ROOT / "node_agent"), quiet=1)
     if "help" in only:
         bench_help(args.help_runs)
+    if "startup" in only:
+        bench_startup(max(args.runs, 5))
     if "prediction" in only:
         bench_prediction(args.predict_pods)
     if "agent" in only:

@@ -1,4 +1,4 @@
-"""Time ``kubectl_dra.overlays.engine.evaluate`` on synthetic input of a given size.
+"""Time ``kubectl_dra.overlays.explain.evaluate`` on synthetic input of a given size.
 
 The default size (1,000 NodeOverlays, 500 instance types, 10 NodePools) is far above what a
 cluster has; the goal is that evaluation stays around a second there. Overlays are a realistic
@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from kubectl_dra.model.karpenter import NodeOverlay, NodePool  # noqa: E402
 from kubectl_dra.overlays.catalog import InstanceType  # noqa: E402
-from kubectl_dra.overlays.engine import evaluate  # noqa: E402
+from kubectl_dra.overlays.explain import evaluate  # noqa: E402
 
 ZONES = ("zone-a", "zone-b", "zone-c")
 CAPACITY_TYPES = ("on-demand", "spot")

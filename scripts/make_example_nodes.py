@@ -35,10 +35,11 @@ from kubectl_dra.cgroups import formulas as f  # noqa: E402
 from kubectl_dra.cgroups.options import NodeOptions  # noqa: E402
 from kubectl_dra.kube.snapshot import load_snapshot  # noqa: E402
 from kubectl_dra.verify.crosscheck import pods_on  # noqa: E402
-from node_agent.cgroupfs import CgroupFS  # noqa: E402
-from node_agent.nodedra import read_node_dra  # noqa: E402
-from node_agent.scan import scan  # noqa: E402
-from node_agent.service import read_claims  # noqa: E402
+from kubectl_dra.nodescan.cgroupfs import CgroupFS  # noqa: E402
+from kubectl_dra.nodescan.nodedra import read_node_dra  # noqa: E402
+from node_agent.podresources import list_pod_resources  # noqa: E402
+from kubectl_dra.nodescan.scan import scan  # noqa: E402
+from kubectl_dra.nodescan.node import read_claims  # noqa: E402
 from kubectl_dra.kube.snapshot import SnapshotSource  # noqa: E402
 from kubectl_dra.model.claim import ResourceClaim  # noqa: E402
 from kubectl_dra.nodestate.reconcile import claim_keys_to_read  # noqa: E402
@@ -66,7 +67,7 @@ def main() -> None:
         node_dra = claims = None
         if node == "worker-gpu-1":
             kubelet_root, cdi_dirs = write_dra_state(nodes_dir / node, inventory)
-            node_dra = read_node_dra(str(kubelet_root), cdi_dirs)
+            node_dra = read_node_dra(str(kubelet_root), cdi_dirs, list_pod_resources=list_pod_resources)
             claims, _ = read_claims(SnapshotSource(cluster), claim_keys_to_read(pods_on(inventory, node), node_dra))
         if node in REPORTED:
             report = scan(node, inventory, CgroupFS(sys_root / "fs" / "cgroup"), {}, now=SCANNED_AT,

@@ -18,6 +18,7 @@ from pydantic import Field
 from kubectl_dra.document import Finding, part
 from kubectl_dra.model.base import Qty
 from kubectl_dra.model.inventory import Inventory
+from kubectl_dra.pools.slices import slice_device
 from kubectl_dra.model.pod import NodeAllocatableClaimStatus, Pod
 from kubectl_dra.model.claim import DeviceRequestAllocationResult, ResourceClaim
 from kubectl_dra.model.resource import Device
@@ -137,7 +138,7 @@ def unknown_inputs(claim: ResourceClaim, inventory: Inventory) -> list[str]:
     amounts are unknown rather than computed from what is left."""
     where = [f"{claim.KIND} {claim.key}: {path}" for path in claim.invalid_under("status.allocation")]
     for result in claim.status.allocation.devices.results if claim.status.allocation else []:
-        rs, device = inventory.slice_device(result.driver, result.pool, result.device)
+        rs, device = slice_device(inventory, result.driver, result.pool, result.device)
         if device is not None:
             bad = [p for p in rs.device_invalid(device)
                    if any(f".{name}" in p for name in NODE_ALLOCATABLE_FIELDS)]
@@ -162,7 +163,7 @@ def compute_entry(pod: Pod, claim: ResourceClaim, inventory: Inventory,
     resources: dict[str, Quantity] = {}
     declares = False
     for result in claim.status.allocation.devices.results:
-        _, device = inventory.slice_device(result.driver, result.pool, result.device)
+        _, device = slice_device(inventory, result.driver, result.pool, result.device)
         if device is None:
             continue
         declares = declares or device.has_node_allocatable

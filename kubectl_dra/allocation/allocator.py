@@ -5,9 +5,9 @@ k8s.io/dynamic-resource-allocation structured/internal @ v0.37.2, chosen because
 gates enable binding conditions and consumable capacity): one depth-first pass over all of a
 pod's unallocated claims in order, requests in spec order, devices in pool/slice/device order,
 ``firstAvailable`` subrequests in order, the first complete solution wins; within a request only
-combinations in device order are tried. Per device, in the allocator's order: in use, class
-selectors, request selectors, per-device node selection, capacity, counters, taints, then the
-claim's constraints. A CEL error, an ``All`` request that sees an incomplete or invalid pool, or a
+combinations in device order are tried. Per device, in the allocator's order (``Allocator._refusal``,
+which the explanation asks too): in use, binding conditions, class selectors, request selectors,
+per-device node selection, capacity, counters, taints, then the claim's constraints. A CEL error, an ``All`` request that sees an incomplete or invalid pool, or a
 constraint broken in ``All`` mode is an error for the whole node (the scheduler reports an Error,
 not "unschedulable").
 
@@ -20,13 +20,14 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from kubectl_dra.allocation.cel import CELBeyondEvaluator, CELError, compile_selector, evaluate, quantity_value, semver_value
-from kubectl_dra.allocation.pools import Gathered, Pool, node_matches
+from kubectl_dra.allocation.gather import Gathered, Pool, node_matches
 from kubectl_dra.allocation.state import AllocatedState
 from kubectl_dra.model.node import Node
-from kubectl_dra.model.claim import ExactDeviceRequest, ResourceClaim
-from kubectl_dra.model.resource import Device, DeviceClass, ResourceSlice
+from kubectl_dra.model.claim import DeviceToleration, ExactDeviceRequest, ResourceClaim
+from kubectl_dra.model.resource import Device, DeviceClass, DeviceTaint, ResourceSlice
 from kubectl_dra.pools.nodeselector import NodeSelectorError
 from kubectl_dra.quantity import Quantity
+from kubectl_dra.taints.rules import RuleTaints
 from kubectl_dra.taints.tolerations import tolerates
 
 MAX_RESULTS = 32  # AllocationResultsMaxSize
@@ -106,6 +107,8 @@ def _domain_maps(device: Device, driver: str) -> tuple[dict, dict]:
 
 @dataclass(slots=True)
 class _Request:
+    """One request or ``firstAvailable`` subrequest of a claim as the search fills it (upstream's
+    ``requestData``): how many devices, and for ``All`` which ones."""
     claim_index: int
     claim: str
     name: str  # "req" or "req/sub"
@@ -114,7 +117,21 @@ class _Request:
     class_: DeviceClass | None
     count: int = 1
     all_mode: bool = False
-    all_devices: list = field(default_factory=list)
+    all_devices: list = field(default_factory=list)  # (pool, slice, device) an All request takes
+
+
+@dataclass(slots=True)
+class _Attempt:
+    """What a search has taken so far on top of the cluster's allocations (upstream's
+    ``allocatingDevices``, ``allocatingCapacity`` and ``consumedCounters``)."""
+    picked: dict[tuple, set[int]] = field(default_factory=dict)  # device -> claims (indices) taking it whole
+    capacity: dict[tuple, dict[str, Quantity]] = field(default_factory=dict)  # shareable device -> its shares' use
+    counters: dict = field(default_factory=dict)  # pool key -> counter set -> counter -> consumed
+
+
+class _SelectionFailed(AllocationError):
+    """A selector's CEL or a node selector failed on a device: an Error for the search, the
+    device's reason in the explanation."""
 
 
 def _variants(request) -> list[tuple[str, str | None, ExactDeviceRequest]]:
@@ -124,19 +141,34 @@ def _variants(request) -> list[tuple[str, str | None, ExactDeviceRequest]]:
     return [(f"{request.name}/{s.name}", request.name, s) for s in request.first_available]
 
 
-def _kobj(claim: ResourceClaim) -> str:
+def _claim_name(claim: ResourceClaim) -> str:
     """How the scheduler names a claim in its messages (klog.KObj): namespace/name."""
     return f"{claim.namespace}/{claim.name}" if claim.namespace else claim.name
 
 
-def _tolerated(taint: dict, tolerations: list[dict]) -> bool:
-    return any(tolerates(t, taint.get("key") or "", taint.get("value") or "", taint.get("effect") or "")
-               for t in tolerations)
+def _unreadable_request(claims: list[ResourceClaim], classes: dict[str, DeviceClass]) -> str | None:
+    """The first field of what the claims ask for (their requests, selectors, tolerations and
+    constraints, their classes' selectors) that did not validate when it was read: what it would
+    have allowed or forbidden is unknown."""
+    for claim in claims:
+        if claim.invalid_fields and (paths := claim.invalid_under("spec.devices")):
+            return f"ResourceClaim {claim.key}: {paths[0]} did not validate"
+    for claim in claims:
+        for request in claim.spec.devices.requests:
+            for _, _, spec in _variants(request):
+                klass = classes.get(spec.device_class_name)
+                if klass is not None and klass.invalid_fields and (paths := klass.invalid_under("spec.selectors")):
+                    return f"DeviceClass {klass.name}: {paths[0]} did not validate"
+    return None
 
 
-def _blocking_taint(device: Device, tolerations: list[dict]) -> dict | None:
+def _tolerated(taint: DeviceTaint, tolerations: list[DeviceToleration]) -> bool:
+    return any(tolerates(t, taint.key, taint.value, taint.effect) for t in tolerations)
+
+
+def _blocking_taint(device: Device, tolerations: list[DeviceToleration]) -> DeviceTaint | None:
     for taint in device.taints:
-        if taint.get("effect") in ("NoSchedule", "NoExecute") and not _tolerated(taint, tolerations):
+        if taint.effect in ("NoSchedule", "NoExecute") and not _tolerated(taint, tolerations):
             return taint
     return None
 
@@ -152,20 +184,19 @@ def _policy_amount(requested: Quantity | None, cap, fractional: bool = False) ->
     """``calculateConsumedCapacity``: the default or full value when nothing is asked, rounded up to
     the policy's range step or next valid value (integer arithmetic, or milli with
     DRAFractionalCapacityRange when min/max/step are exact in milli and the step is >= 1m)."""
-    policy = cap.request_policy or {}
+    policy = cap.request_policy
     if requested is None:
-        default = policy.get("default")
-        return Quantity.parse(str(default)) if default is not None else cap.value
-    valid_range = policy.get("validRange") or {}
-    if valid_range.get("min") is not None:
-        low = Quantity.parse(str(valid_range["min"]))
+        default = policy.default if policy else None
+        return default if default is not None else cap.value
+    valid_range = policy.valid_range if policy else None
+    if valid_range and valid_range.min is not None:
+        low = valid_range.min
         if requested < low:
             return low
-        step = valid_range.get("step")
-        if step is None:
+        step_q = valid_range.step
+        if step_q is None:
             return requested
-        step_q = Quantity.parse(str(step))
-        bounds = [low, step_q] + ([Quantity.parse(str(valid_range["max"]))] if valid_range.get("max") is not None else [])
+        bounds = [low, step_q] + ([valid_range.max] if valid_range.max is not None else [])
         milli = fractional and all(q.as_fraction() * 1000 == int(q.as_fraction() * 1000) for q in bounds) \
             and step_q.as_fraction() >= Fraction(1, 1000)
         scale = 1000 if milli else 1
@@ -184,7 +215,7 @@ def _policy_amount(requested: Quantity | None, cap, fractional: bool = False) ->
         if rounded > INT64_MAX:
             raise _RangeError(f"rounding request {req_i} up to the next step passes MaxInt64")
         return Quantity.from_milli(rounded) if milli else Quantity.from_int(rounded)
-    values = sorted(Quantity.parse(str(v)) for v in policy.get("validValues") or ())
+    values = sorted(policy.valid_values) if policy else []
     for value in values:
         if value >= requested:
             return value
@@ -192,24 +223,21 @@ def _policy_amount(requested: Quantity | None, cap, fractional: bool = False) ->
 
 
 def _violates(consumed: Quantity, cap) -> bool:
-    policy = cap.request_policy or {}
-    if not policy:
+    policy = cap.request_policy
+    if policy is None:
         return False
-    default = policy.get("default")
-    if default is not None and consumed == Quantity.parse(str(default)):
+    if policy.default is not None and consumed == policy.default:
         return False
-    valid_range = policy.get("validRange") or {}
-    if valid_range.get("min") is not None:
-        if valid_range.get("max") is not None and consumed > Quantity.parse(str(valid_range["max"])):
+    valid_range = policy.valid_range
+    if valid_range and valid_range.min is not None:
+        if valid_range.max is not None and consumed > valid_range.max:
             return True
-        step = valid_range.get("step")
-        if step is not None:
-            step_v = Quantity.parse(str(step)).value()
-            return step_v > 0 and (consumed.value() - Quantity.parse(str(valid_range["min"])).value()) % step_v != 0
+        if valid_range.step is not None:
+            step_v = valid_range.step.value()
+            return step_v > 0 and (consumed.value() - valid_range.min.value()) % step_v != 0
         return False
-    values = policy.get("validValues")
-    if values:
-        return all(consumed != Quantity.parse(str(v)) for v in values)
+    if policy.valid_values:
+        return all(consumed != v for v in policy.valid_values)
     return False
 
 
@@ -217,9 +245,9 @@ class Allocator:
     """One pod's (or one claim's) allocation problem over the cluster's slices."""
 
     def __init__(self, claims: list[ResourceClaim], classes: dict[str, DeviceClass], state: AllocatedState,
-                 features: frozenset[str] = DEFAULT_FEATURES, rule_taints: dict | None = None):
+                 features: frozenset[str] = DEFAULT_FEATURES, rule_taints: RuleTaints | None = None):
         self.features = features
-        self.rule_taints = rule_taints or {}  # (driver, pool, device) -> DeviceTaintRule taints
+        self.rule_taints = rule_taints or RuleTaints()  # what DeviceTaintRules do to new allocations
         self.claims = claims
         self.classes = classes
         self.state = state
@@ -232,17 +260,22 @@ class Allocator:
     def _multi(self, device: Device) -> bool:
         return bool(device.allow_multiple_allocations) and "consumableCapacity" in self.features
 
-    def _taint(self, pool: Pool, device: Device, tolerations: list[dict]) -> dict | None:
+    def _taint(self, pool: Pool, device: Device, tolerations: list[DeviceToleration]):
         """The first taint that keeps the request off the device: the driver's, then the rules' (the
-        scheduler's slice tracker adds DeviceTaintRule taints to the devices they select)."""
+        scheduler's slice tracker adds DeviceTaintRule taints to the devices they select). When none
+        does and a rule that cannot be evaluated may select the device, whether it may be taken is
+        unknown: Undetermined, never a guess (taints/rules.py), unless the request tolerates every
+        taint (``operator: Exists`` without key or effect)."""
         if "deviceTaints" not in self.features:
             return None
         found = _blocking_taint(device, tolerations)
-        if found is None and self.rule_taints:
-            extra = self.rule_taints.get((pool.driver, pool.name, device.name))
-            if extra:
-                found = next((t for t in extra if t.get("effect") in ("NoSchedule", "NoExecute")
-                              and not _tolerated(t, tolerations)), None)
+        if found is None:
+            key = (pool.driver, pool.name, device.name)
+            found = next((t for t in self.rule_taints.taints.get(key, ()) if t.effect in ("NoSchedule", "NoExecute")
+                          and not _tolerated(t, tolerations)), None)
+            if found is None and (rule := self.rule_taints.unknown(key)) is not None and \
+                    not any(t.operator == "Exists" and not t.key and not t.effect for t in tolerations):
+                raise Undetermined(f"device {pool.key}/{device.name}: {rule.message}")
         return found
 
     def _cel_device(self, pool: Pool, device: Device) -> dict:
@@ -261,20 +294,20 @@ class Allocator:
             self._cel_devices[key] = cached
         return cached
 
-    def _selectors(self, rd: _Request, pool: Pool, device: Device) -> tuple[bool, str, str]:
+    def _selectors(self, request: _Request, pool: Pool, device: Device) -> tuple[bool, str, str]:
         """(selectable, reason, message); a CEL failure raises AllocationError."""
-        key = (id(device), rd.claim_index, rd.name)
+        key = (id(device), request.claim_index, request.name)
         cached = self._selectable.get(key)
         if cached is not None:
             return cached
         cel_device = None
-        for reason, owner, selectors in (("DeviceClassSelector", f"class {rd.class_.name}" if rd.class_ else "",
-                                          rd.class_.spec.selectors if rd.class_ else []),
-                                         ("RequestSelector", f"claim {rd.claim}", rd.spec.selectors)):
+        for reason, owner, selectors in (("DeviceClassSelector", f"class {request.class_.name}" if request.class_ else "",
+                                          request.class_.spec.selectors if request.class_ else []),
+                                         ("RequestSelector", f"claim {request.claim}", request.spec.selectors)):
             for index, selector in enumerate(selectors):
-                expression = (selector.get("cel") or {}).get("expression") if isinstance(selector, dict) else None
+                expression = selector.cel.expression if selector.cel else None
                 if expression is None:
-                    where = f"{owner}, request {rd.name}" if reason == "RequestSelector" else owner
+                    where = f"{owner}, request {request.name}" if reason == "RequestSelector" else owner
                     raise AllocationError(f"{where}, selector #{index}: CEL expression empty (unsupported selector type?)")
                 compiled = compile_selector(expression)
                 if compiled.program is None:
@@ -301,13 +334,13 @@ class Allocator:
         self._selectable[key] = result
         return result
 
-    def _capacity_fits(self, rd: _Request, pool: Pool, device: Device, allocating: dict,
+    def _capacity_fits(self, request: _Request, pool: Pool, device: Device, allocating: dict,
                        static: bool = False) -> tuple[bool, dict]:
         """``CmpRequestOverCapacity``: (fits, what this request would consume); ``static``: against the
         device's capacity alone (what ``All`` collects its devices with)."""
         if "consumableCapacity" not in self.features:
             return True, {}
-        asked = rd.spec.capacity.requests if rd.spec.capacity else {}
+        asked = request.spec.capacity.requests if request.spec.capacity else {}
         if any(name not in device.capacity for name in asked):
             return False, {}
         key = (pool.driver, pool.name, device.name)
@@ -319,7 +352,7 @@ class Allocator:
                 amount = _policy_amount(asked.get(name), cap, "fractionalCapacityRange" in self.features)
             except _RangeError as exc:
                 where = f"{pool.key}/{device.name}" if not static else device.name
-                raise AllocationError(f"claim {rd.claim}, request {rd.name}: checking capacity for device {where}: "
+                raise AllocationError(f"claim {request.claim}, request {request.name}: checking capacity for device {where}: "
                                       f"capacity \"{name}\": capacity request cannot be represented in the "
                                       f"device's range arithmetic: {exc}") from None
             if amount.sign() < 0:
@@ -346,109 +379,221 @@ class Allocator:
                 if not self.state.is_allocated((pool.driver, pool.name, device.name)):
                     continue
                 for use in device.consumes_counters:
-                    counters = available.get(use.get("counterSet"))
+                    counters = available.get(use.counter_set)
                     if counters is None:
                         continue
-                    for counter, spec in (use.get("counters") or {}).items():
+                    for counter, spec in use.counters.items():
                         if counter in counters:
-                            counters[counter] = counters[counter] - Quantity.parse(str((spec or {}).get("value")))
+                            counters[counter] = counters[counter] - spec.value
         self._available[pool.key] = available
         return available
 
-    def _counters_fit(self, pool: Pool, device: Device, consumed: dict) -> bool:
-        """Add the device's consumption to this attempt's; fits when no counter of the pool is short."""
-        if not device.consumes_counters:
-            return True
-        available = self._pool_available(pool)
+    def _reserve(self, pool: Pool, device: Device, consumed: dict) -> None:
+        """Add the device's counter consumption to an attempt's (``consumedCounters``)."""
         mine = consumed.setdefault(pool.key, {})
         for use in device.consumes_counters:
-            per_set = mine.setdefault(use.get("counterSet"), {})
-            for counter, spec in (use.get("counters") or {}).items():
-                amount = Quantity.parse(str((spec or {}).get("value")))
+            per_set = mine.setdefault(use.counter_set, {})
+            for counter, spec in use.counters.items():
+                amount = spec.value
                 per_set[counter] = per_set[counter] + amount if counter in per_set else amount
-        for set_name, counters in available.items():
-            for counter, left in counters.items():
-                used = mine.get(set_name, {}).get(counter)
-                if used is not None and left < used:
-                    self._release(pool, device, consumed)
-                    return False
-        return True
+
+    def _short_counter(self, pool: Pool, device: Device, consumed: dict) -> tuple[str, str, Quantity, object] | None:
+        """``checkAvailableCounters``: with the device's consumption added to the attempt's, the first
+        counter of the pool (set, counter, left, wanted) with less left than wanted, or None.
+
+        Upstream compares EVERY counter of EVERY counter set of the pool, a counter nobody in the
+        attempt consumes counting as zero wanted, so a counter the cluster's allocations already
+        overdrew (a slice that shrank its counters) refuses every counter-consuming device of the pool
+        (k8s.io/dynamic-resource-allocation@v0.37.2 structured/internal/incubating/
+        allocator_incubating.go lines 1666-1678, docs/kubernetes/dra-apis.md §6.2). The reservation is taken
+        back either way."""
+        available = self._pool_available(pool)
+        self._reserve(pool, device, consumed)
+        mine = consumed[pool.key]
+        try:
+            for set_name in sorted(available):
+                for counter in sorted(available[set_name]):
+                    left = available[set_name][counter]
+                    wanted = mine.get(set_name, {}).get(counter, 0)
+                    if left < wanted:
+                        return set_name, counter, left, wanted
+            return None
+        finally:
+            self._release(pool, device, consumed)
 
     def _release(self, pool: Pool, device: Device, consumed: dict) -> None:
         mine = consumed.get(pool.key, {})
         for use in device.consumes_counters:
-            per_set = mine.get(use.get("counterSet"), {})
-            for counter, spec in (use.get("counters") or {}).items():
+            per_set = mine.get(use.counter_set, {})
+            for counter, spec in use.counters.items():
                 if counter in per_set:
-                    per_set[counter] = per_set[counter] - Quantity.parse(str((spec or {}).get("value")))
+                    per_set[counter] = per_set[counter] - spec.value
+
+    # -- the checks of one device, in the allocator's order --------------------------------------
+
+    def _refusal(self, request: _Request, pool: Pool, rs: ResourceSlice, device: Device, node: Node,
+                 attempt: _Attempt, preselected: bool = False) -> tuple[str, str] | None:
+        """Why ``request`` cannot take the device now, as (reason, message), or None when it can (its
+        claim's constraints aside). The one order of device checks, the scheduler's: ``allocateOne``'s
+        device loop (in use, ``isSelectable``, ``CmpRequestOverCapacity``) then ``allocateDevice``
+        (counters, taints; the search adds constraints), in k8s.io/dynamic-resource-allocation@v0.37.2
+        structured/internal/incubating/allocator_incubating.go. ``preselected``: an ``All`` request's
+        device, selected when its request was built, so ``allocateDevice``'s checks alone."""
+        key = (pool.driver, pool.name, device.name)
+        multi = self._multi(device)
+        return (self._in_use_refusal(request, key, multi, attempt)
+                or (None if preselected else (self._selection_refusal(request, pool, rs, device, node)
+                                              or self._capacity_refusal(request, pool, device, attempt)))
+                or self._counters_refusal(pool, device, key, multi, attempt)
+                or self._taint_refusal(request, pool, device))
+
+    def _in_use_refusal(self, request: _Request, key: tuple, multi: bool, attempt: _Attempt):
+        """Checked first upstream because it is cheap. Admin access only minds its own claim's picks in
+        this attempt; otherwise held exclusively by another claim (even a shareable device allocated
+        before as a whole), or picked in this attempt (exclusive devices only)."""
+        if request.spec.admin_access:
+            in_use = not multi and request.claim_index in attempt.picked.get(key, set())
+        else:
+            in_use = key in self.state.exclusive or (not multi and bool(attempt.picked.get(key)))
+        if not in_use:
+            return None
+        holder = self.state.exclusive.get(key)
+        return "AlreadyAllocated", (f"allocated to claim {holder}" if holder is not None
+                                    else "picked for another request of this allocation")
+
+    def _selection_refusal(self, request: _Request, pool: Pool, rs: ResourceSlice, device: Device, node: Node):
+        """``isSelectable``; a CEL or node-selector failure raises _SelectionFailed (an Error)."""
+        try:
+            ok, reason, message = self._selectable_for(request, pool, rs, device, node)
+        except AllocationError as exc:
+            raise _SelectionFailed(str(exc)) from None
+        return None if ok else (reason, message)
+
+    def _capacity_refusal(self, request: _Request, pool: Pool, device: Device, attempt: _Attempt):
+        """What is left of the device's consumable capacity, after the cluster's and this attempt's shares."""
+        if self._capacity_fits(request, pool, device, attempt.capacity)[0]:
+            return None
+        sharing = self.state.shared.get((pool.driver, pool.name, device.name))
+        return "Capacity", "not enough capacity left for what the request asks" + (
+            f" (shared with {', '.join(sharing)})" if sharing else "")
+
+    def _counters_refusal(self, pool: Pool, device: Device, key: tuple, multi: bool, attempt: _Attempt):
+        """A partitionable device's shared counters; only checked here, the search reserves on taking."""
+        if not device.consumes_counters:
+            return None
+        if "partitionableDevices" not in self.features:
+            return "Counters", "the device consumes shared counters, and DRAPartitionableDevices is off"
+        if self._counters_counted(key, multi, attempt):
+            return None
+        short = self._short_counter(pool, device, attempt.counters)
+        if short is None:
+            return None
+        set_name, counter, left, wanted = short
+        if left < 0:
+            return "Counters", (f"shared counter {set_name}/{counter} of the pool is overdrawn ({left} left after "
+                                "the cluster's allocations): the scheduler refuses every device of the pool that "
+                                "consumes counters")
+        return "Counters", (f"shared counter {set_name}/{counter} of the pool is used up: {left} left after other "
+                            f"allocations, {wanted} wanted")
+
+    def _taint_refusal(self, request: _Request, pool: Pool, device: Device):
+        """A NoSchedule or NoExecute taint of the device or of a DeviceTaintRule, not tolerated."""
+        taint = self._taint(pool, device, request.spec.tolerations)
+        if taint is None:
+            return None
+        source = getattr(taint, "source", "slice")  # a rule's taint (TaintView) names its rule
+        rule = f" (DeviceTaintRule {source.removeprefix('rule/')})" if source != "slice" else ""
+        return "Taint", f"taint {taint.key}={taint.value}:{taint.effect}{rule} is not tolerated"
+
+    def _counters_counted(self, key: tuple, multi: bool, attempt: _Attempt) -> bool:
+        """A further share of a shareable device already in use charges no counters again."""
+        return multi and (key in self.state.consumed or key in self.state.shared or key in attempt.capacity)
 
     # -- one node ------------------------------------------------------------------------------
 
-    def _requests(self, pools: list[Pool], node: Node) -> list[list[list[_Request]]]:
-        """Per claim, per request, its (sub)requests; checks what the allocator checks up front."""
+    def _requests(self, pools: list[Pool], node: Node, lenient: bool = False) -> list[list[list[_Request]]]:
+        """Per claim, per request, its alternatives (itself, or its subrequests), checked as the
+        allocator checks them up front (``validateDeviceRequest``). ``lenient``: for the explanation
+        after such a check failed: nothing checked, no ``All`` devices collected, no class needed."""
         out = []
-        for index, claim in enumerate(self.claims):
-            who = _kobj(claim)
+        for claim_index, claim in enumerate(self.claims):
+            who = _claim_name(claim)
             per_claim, minimum = [], 0
-            for request in claim.spec.devices.requests:
-                variants = _variants(request)
-                if request.exactly is None and request.first_available and "prioritizedList" not in self.features:
-                    raise AllocationError(f"claim {who}, request {request.name}: has subrequests, but the "
-                                          "DRAPrioritizedList feature is disabled")
-                if not variants:
-                    raise AllocationError(f"claim {who}, request {request.name}: missing device class name "
-                                          "(unsupported request type?)")
-                datas = []
+            for spec_request in claim.spec.devices.requests:
+                variants = _variants(spec_request)
+                if not lenient:
+                    self._check_request(who, spec_request, variants)
+                alternatives = []
                 for name, parent, spec in variants:
-                    if spec.admin_access is not None and "adminAccess" not in self.features:
-                        raise AllocationError(f"claim {who}, request {name}: admin access is requested, but the "
-                                              "feature is disabled")
-                    if spec.capacity and spec.capacity.requests and "consumableCapacity" not in self.features:
-                        what = f"subrequest {name.split('/', 1)[1]}" if parent else f"request {name}"
-                        raise AllocationError(f"claim {who}, {what}: has capacity requests, but the "
-                                              "DRAConsumableCapacity feature is disabled")
-                    if not spec.device_class_name:
-                        raise AllocationError(f"claim {who}, request {name}: missing device class name "
-                                              "(unsupported request type?)")
-                    klass = self.classes.get(spec.device_class_name)
-                    if klass is None:
-                        raise AllocationError(f'claim {who}, request {name}: could not retrieve device class '
-                                              f'{spec.device_class_name}: deviceclass.resource.k8s.io '
-                                              f'"{spec.device_class_name}" not found')
-                    rd = _Request(index, who, name, parent, spec, klass)
-                    if spec.allocation_mode == "All":
-                        rd.all_mode = True
-                        for pool in pools:
-                            if pool.incomplete:
-                                raise AllocationError(f"claim {who}, request {name}: asks for all devices, but resource "
-                                                      f"pool {pool.key} is currently being updated")
-                            if pool.invalid:
-                                raise AllocationError(f"claim {who}, request {name}: asks for all devices, but resource "
-                                                      f"pool {pool.key} is currently invalid ({pool.invalid})")
-                            for rs, device in pool.devices():
-                                if self._selectable_for(rd, pool, rs, device, node)[0] and \
-                                        self._capacity_fits(rd, pool, device, {}, static=True)[0]:
-                                    rd.all_devices.append((pool, rs, device))
-                        rd.count = len(rd.all_devices)
-                    elif spec.allocation_mode in ("ExactCount", "", None):
-                        rd.count = spec.count or 1
-                    else:
-                        raise AllocationError(f"claim {who}, request {name}: unsupported count mode "
-                                              f"{spec.allocation_mode}")
-                    datas.append(rd)
-                least = min(d.count for d in datas)
-                if least > MAX_RESULTS - minimum:
-                    raise AllocationError(f"claim {who}, request {request.name}: adding {least} devices exceeds the "
-                                          f"claim limit of {MAX_RESULTS}, with {minimum} already accounted for")
-                minimum += least
-                per_claim.append(datas)
+                    if not lenient:
+                        self._check_variant(who, name, parent, spec)
+                    request = _Request(claim_index, who, name, parent, spec, self.classes.get(spec.device_class_name),
+                                       count=spec.count or 1, all_mode=spec.allocation_mode == "All")
+                    if request.all_mode and not lenient:
+                        request.all_devices = self._all_devices(request, pools, node)
+                        request.count = len(request.all_devices)
+                    alternatives.append(request)
+                if not lenient:
+                    least = min(a.count for a in alternatives)
+                    if least > MAX_RESULTS - minimum:
+                        raise AllocationError(f"claim {who}, request {spec_request.name}: adding {least} devices exceeds "
+                                              f"the claim limit of {MAX_RESULTS}, with {minimum} already accounted for")
+                    minimum += least
+                per_claim.append(alternatives)
             out.append(per_claim)
         return out
 
-    def _selectable_for(self, rd: _Request, pool: Pool, rs: ResourceSlice, device: Device, node: Node):
+    def _check_request(self, who: str, spec_request, variants: list) -> None:
+        """What the allocator refuses in a request before looking at its alternatives."""
+        if spec_request.exactly is None and spec_request.first_available and "prioritizedList" not in self.features:
+            raise AllocationError(f"claim {who}, request {spec_request.name}: has subrequests, but the "
+                                  "DRAPrioritizedList feature is disabled")
+        if not variants:
+            raise AllocationError(f"claim {who}, request {spec_request.name}: missing device class name "
+                                  "(unsupported request type?)")
+
+    def _check_variant(self, who: str, name: str, parent: str | None, spec: ExactDeviceRequest) -> None:
+        """What the allocator refuses in one (sub)request: disabled features, a missing class, a mode."""
+        if spec.admin_access is not None and "adminAccess" not in self.features:
+            raise AllocationError(f"claim {who}, request {name}: admin access is requested, but the "
+                                  "feature is disabled")
+        if spec.capacity and spec.capacity.requests and "consumableCapacity" not in self.features:
+            what = f"subrequest {name.split('/', 1)[1]}" if parent else f"request {name}"
+            raise AllocationError(f"claim {who}, {what}: has capacity requests, but the "
+                                  "DRAConsumableCapacity feature is disabled")
+        if not spec.device_class_name:
+            raise AllocationError(f"claim {who}, request {name}: missing device class name "
+                                  "(unsupported request type?)")
+        if self.classes.get(spec.device_class_name) is None:
+            raise AllocationError(f'claim {who}, request {name}: could not retrieve device class '
+                                  f'{spec.device_class_name}: deviceclass.resource.k8s.io '
+                                  f'"{spec.device_class_name}" not found')
+        if spec.allocation_mode not in ("All", "ExactCount", "", None):
+            raise AllocationError(f"claim {who}, request {name}: unsupported count mode {spec.allocation_mode}")
+
+    def _all_devices(self, request: _Request, pools: list[Pool], node: Node) -> list[tuple]:
+        """An ``All`` request's devices: every selectable one whose capacity could hold it; an
+        incomplete or invalid pool makes the request an error."""
+        found = []
+        for pool in pools:
+            if pool.incomplete:
+                raise AllocationError(f"claim {request.claim}, request {request.name}: asks for all devices, but "
+                                      f"resource pool {pool.key} is currently being updated")
+            if pool.invalid:
+                raise AllocationError(f"claim {request.claim}, request {request.name}: asks for all devices, but "
+                                      f"resource pool {pool.key} is currently invalid ({pool.invalid})")
+            for rs, device in pool.devices():
+                if self._selectable_for(request, pool, rs, device, node)[0] and \
+                        self._capacity_fits(request, pool, device, {}, static=True)[0]:
+                    found.append((pool, rs, device))
+        return found
+
+    def _selectable_for(self, request: _Request, pool: Pool, rs: ResourceSlice, device: Device, node: Node):
+        if (unreadable := pool.unreadable_for(device, selected=False)) is not None:
+            raise Undetermined(f"device {pool.key}/{device.name}: {unreadable}")
         if device.binding_conditions and "bindingConditions" not in self.features:
             return False, "BindingConditions", "the device has binding conditions, and DRADeviceBindingConditions is off"
-        ok, reason, message = self._selectors(rd, pool, device)
+        ok, reason, message = self._selectors(request, pool, device)
         if not ok:
             return False, reason, message
         if rs.spec.per_device_node_selection:
@@ -458,6 +603,8 @@ class Allocator:
                 raise AllocationError(f"device {pool.key}/{device.name}: node selector: {exc}") from None
             if not reached:
                 return False, "NodeSelection", f"the device's node selection does not include node {node.name}"
+        if (unreadable := pool.unreadable_for(device, selected=True)) is not None:
+            raise Undetermined(f"device {pool.key}/{device.name}: {unreadable}")
         return True, "", ""
 
     def allocate(self, node: Node, gathered: Gathered) -> NodeOutcome:
@@ -465,9 +612,11 @@ class Allocator:
         try:
             if gathered.errors:
                 raise AllocationError("; ".join(gathered.errors))
+            if (unreadable := _unreadable_request(self.claims, self.classes)) is not None:
+                raise Undetermined(unreadable)
             requests = self._requests(gathered.pools, node)
             outcome.requests = self._diagnose(requests, gathered, node)
-            picks = self._search(requests, gathered.pools, node)
+            picks = _Search(self, requests, gathered.pools, node).run()
         except Undetermined as exc:
             outcome.undetermined = str(exc)
             return outcome
@@ -486,32 +635,19 @@ class Allocator:
 
     def _safe_diagnose(self, gathered: Gathered, node: Node) -> list[RequestDiagnosis]:
         try:
-            return self._diagnose(self._requests_lenient(gathered.pools, node), gathered, node)
+            return self._diagnose(self._requests(gathered.pools, node, lenient=True), gathered, node)
         except (AllocationError, Undetermined):
             return []
-
-    def _requests_lenient(self, pools, node):
-        out = []
-        for index, claim in enumerate(self.claims):
-            who = _kobj(claim)
-            per_claim = []
-            for request in claim.spec.devices.requests:
-                variants = _variants(request)
-                per_claim.append([_Request(index, who, n, p, s, self.classes.get(s.device_class_name),
-                                           count=s.count or 1, all_mode=s.allocation_mode == "All")
-                                  for n, p, s in variants])
-            out.append(per_claim)
-        return out
 
     # -- explanation ---------------------------------------------------------------------------
 
     def _diagnose(self, requests, gathered: Gathered, node: Node) -> list[RequestDiagnosis]:
         diagnoses = []
         for per_claim in requests:
-            for datas in per_claim:
-                for rd in datas:
-                    diag = RequestDiagnosis(claim=rd.claim, request=rd.name,
-                                            wanted="all" if rd.all_mode else str(rd.count))
+            for alternatives in per_claim:
+                for request in alternatives:
+                    diag = RequestDiagnosis(claim=request.claim, request=request.name,
+                                            wanted="all" if request.all_mode else str(request.count))
                     for key, generation, newer in gathered.stale:
                         diag.rejected.append(Rejection(f"{key}/*", "PoolStale",
                                                        f"generation {generation} here, {newer} elsewhere: the pool "
@@ -525,7 +661,7 @@ class Allocator:
                             diag.rejected.append(Rejection(f"{pool.key}/*", "PoolInvalid", pool.invalid))
                             continue
                         for rs, device in pool.devices():
-                            verdict = self._device_verdict(rd, pool, rs, device, node)
+                            verdict = self._why_not(request, pool, rs, device, node)
                             name = f"{pool.key}/{device.name}"
                             if verdict is None:
                                 diag.candidates.append(name)
@@ -534,200 +670,204 @@ class Allocator:
                     diagnoses.append(diag)
         return diagnoses
 
-    def _device_verdict(self, rd: _Request, pool: Pool, rs: ResourceSlice, device: Device, node: Node):
-        """The one reason a device is no candidate, or None. Selectors are reported before "in use"
-        (a device the request would never take is better explained by the selector), which does
-        not change the decision: the search follows the allocator's own order."""
-        key = (pool.driver, pool.name, device.name)
-        multi = self._multi(device)
-        held = not rd.spec.admin_access and key in self.state.exclusive  # exclusive: not shareable either
+    def _why_not(self, request: _Request, pool: Pool, rs: ResourceSlice, device: Device, node: Node):
+        """The device's one reason, against the cluster's allocations alone (a fresh attempt), or None.
+        Selection is asked first: a device the request would never take is better explained by its
+        selector than by who holds it (no decision changes); then the search's own order."""
+        attempt = _Attempt()
         try:
-            ok, reason, message = self._selectable_for(rd, pool, rs, device, node)
+            try:
+                return self._selection_refusal(request, pool, rs, device, node) or \
+                    self._refusal(request, pool, rs, device, node, attempt)
+            except _SelectionFailed as exc:  # the allocator skips a device in use before evaluating it
+                key = (pool.driver, pool.name, device.name)
+                return self._in_use_refusal(request, key, self._multi(device), attempt) or (
+                    "DeviceClassSelector" if str(exc).startswith("class ") else "RequestSelector", f"failed: {exc}")
         except Undetermined as exc:
             return "Undetermined", str(exc)
-        except AllocationError as exc:
-            if held:  # the allocator skips it before evaluating anything
-                return "AlreadyAllocated", f"allocated to claim {self.state.exclusive[key]}"
-            return ("DeviceClassSelector" if str(exc).startswith("class ") else "RequestSelector"), f"failed: {exc}"
-        if not ok:
-            return reason, message
-        if held:
-            return "AlreadyAllocated", f"allocated to claim {self.state.exclusive[key]}"
-        fits, _ = self._capacity_fits(rd, pool, device, {})
-        if not fits:
-            return "Capacity", "not enough capacity left for what the request asks" + (
-                f" (shared with {', '.join(self.state.shared.get(key, []))})" if self.state.shared.get(key) else "")
-        if device.consumes_counters and "partitionableDevices" not in self.features:
-            return "Counters", "the device consumes shared counters, and DRAPartitionableDevices is off"
-        if device.consumes_counters and not (multi and self.state.is_allocated(key)):
-            trial: dict = {}
-            if not self._counters_fit(pool, device, trial):
-                return "Counters", "the pool's shared counters are used up by other allocations"
-        taint = self._taint(pool, device, rd.spec.tolerations)
-        if taint is not None:
-            rule = f" (DeviceTaintRule {taint['rule']})" if taint.get("rule") else ""
-            return "Taint", f"taint {taint.get('key')}={taint.get('value', '')}:{taint.get('effect')}{rule} is not tolerated"
-        return None
-
-    # -- the search (allocateOne) ----------------------------------------------------------------
-
-    def _search(self, requests, pools: list[Pool], node: Node) -> list[Pick] | None:
-        picks: list[list[Pick]] = [[] for _ in self.claims]
-        allocating: dict[tuple, set[int]] = {}
-        capacity: dict[tuple, dict[str, Quantity]] = {}
-        counters: dict = {}
-        constraints = [self._constraints(claim) for claim in self.claims]
-
-        def taken(rd: _Request, key, multi: bool) -> bool:
-            """In use for this request: admin access only minds its own claim's picks in this attempt;
-            otherwise held exclusively by another claim (even a shareable device allocated before as a
-            whole), or picked in this attempt (exclusive devices only)."""
-            if rd.spec.admin_access:
-                return not multi and rd.claim_index in allocating.get(key, set())
-            return key in self.state.exclusive or (not multi and bool(allocating.get(key)))
-
-        def add(rd: _Request, pool: Pool, rs: ResourceSlice, device: Device, must: bool):
-            """``allocateDevice``: an undo function, or None when the device cannot be taken."""
-            key = (pool.driver, pool.name, device.name)
-            multi = self._multi(device)
-            if taken(rd, key, multi):
-                return None
-            if device.consumes_counters and "partitionableDevices" not in self.features:
-                return None
-            skip_counters = multi and (key in self.state.consumed or key in self.state.shared or key in capacity)
-            if not skip_counters and device.consumes_counters and not self._counters_fit(pool, device, counters):
-                return None
-            steps: list = []  # how to take back what was taken so far, in order
-
-            def rollback() -> None:
-                for step in reversed(steps):
-                    step()
-
-            if not skip_counters and device.consumes_counters:
-                steps.append(lambda: self._release(pool, device, counters))
-            if self._taint(pool, device, rd.spec.tolerations) is not None:
-                rollback()
-                return None
-            for constraint in constraints[rd.claim_index]:
-                if not constraint.add(rd, pool, device):
-                    rollback()
-                    if must:
-                        raise AllocationError(f"claim {rd.claim}, request {rd.name}: cannot add device "
-                                              f"{pool.key}/{device.name} because a claim constraint would not be "
-                                              "satisfied")
-                    return None
-                steps.append(lambda c=constraint: c.remove(rd))
-            if not multi:
-                allocating.setdefault(key, set()).add(rd.claim_index)
-                steps.append(lambda: allocating[key].discard(rd.claim_index))
-            fits, consumed = self._capacity_fits(rd, pool, device, capacity)
-            if not fits:
-                rollback()
-                return None
-            if multi:
-                mine = capacity.setdefault(key, {})
-                for name, value in consumed.items():
-                    mine[name] = mine[name] + value if name in mine else value
-
-                def give_back() -> None:
-                    for name, value in consumed.items():
-                        capacity[key][name] = capacity[key][name] - value
-                steps.append(give_back)
-            picks[rd.claim_index].append(Pick(rd.claim, rd.name, pool.driver, pool.name, device.name, shared=multi,
-                                              consumed=dict(consumed) if multi else {}))
-            steps.append(picks[rd.claim_index].pop)
-            return rollback
-
-        def one(claim: int, request: int, sub: int, index: int, in_sub: bool, start: tuple[int, int, int]) -> bool:
-            if claim >= len(requests):
-                return True
-            if request >= len(requests[claim]):
-                try:
-                    return one(claim + 1, 0, 0, 0, False, (0, 0, 0))
-                except _MaxSize:
-                    return False
-            datas = requests[claim][request]
-            rd = datas[sub]
-            if not in_sub and rd.parent is not None:
-                all_max = True
-                for s in range(len(datas)):
-                    try:
-                        if one(claim, request, s, index, True, (0, 0, 0)):
-                            return True
-                        all_max = False
-                    except _MaxSize:
-                        continue
-                if all_max:
-                    raise _MaxSize()
-                return False
-            if rd.all_mode and not rd.all_devices:
-                return False
-            if index >= rd.count:
-                return one(claim, request + 1, 0, 0, False, (0, 0, 0))
-            if rd.count - index > MAX_RESULTS - len(picks[claim]):
-                raise _MaxSize()
-            if rd.all_mode:
-                pool, rs, device = rd.all_devices[index]
-                undo = add(rd, pool, rs, device, True)
-                if undo is None:
-                    return False
-                try:
-                    if one(claim, request, sub, index + 1, in_sub, (0, 0, 0)):
-                        return True
-                except BaseException:
-                    undo()
-                    raise
-                undo()
-                return False
-            for p in range(start[0], len(pools)):
-                pool = pools[p]
-                if pool.incomplete or pool.invalid:
-                    continue
-                for s_index in range(start[1] if p == start[0] else 0, len(pool.slices)):
-                    rs = pool.slices[s_index]
-                    first = start[2] if (p, s_index) == start[:2] else 0
-                    for d in range(first, len(rs.spec.devices)):
-                        device = rs.spec.devices[d]
-                        key = (pool.driver, pool.name, device.name)
-                        if taken(rd, key, self._multi(device)):
-                            continue
-                        if not self._selectable_for(rd, pool, rs, device, node)[0]:
-                            continue
-                        if not self._capacity_fits(rd, pool, device, capacity)[0]:
-                            continue
-                        undo = add(rd, pool, rs, device, False)
-                        if undo is None:
-                            continue
-                        try:
-                            done = one(claim, request, sub, index + 1, in_sub, (p, s_index, d + 1))
-                        except BaseException:
-                            undo()
-                            raise
-                        if done:
-                            return True
-                        undo()
-            return False
-
-        try:
-            found = one(0, 0, 0, 0, False, (0, 0, 0))
-        except _MaxSize:
-            found = False
-        if not found:
-            return None
-        return [p for per_claim in picks for p in per_claim]
 
     def _constraints(self, claim: ResourceClaim) -> list:
         out = []
         for constraint in claim.spec.devices.constraints:
-            names = set(constraint.get("requests") or ())
-            if constraint.get("matchAttribute"):
-                out.append(_Match(names, constraint["matchAttribute"]))
-            elif constraint.get("distinctAttribute"):
-                out.append(_Distinct(names, constraint["distinctAttribute"]))
+            names = set(constraint.requests)
+            if constraint.match_attribute:
+                out.append(_Match(names, constraint.match_attribute))
+            elif constraint.distinct_attribute:
+                out.append(_Distinct(names, constraint.distinct_attribute))
             else:
-                raise AllocationError(f"claim {_kobj(claim)}, constraint #{len(out)}: empty constraint "
+                raise AllocationError(f"claim {_claim_name(claim)}, constraint #{len(out)}: empty constraint "
                                       "(unsupported constraint type?)")
         return out
+
+
+@dataclass(frozen=True, slots=True)
+class _Slot:
+    """Which device the search fills next: of which claim, request, subrequest (its alternative)."""
+    claim: int
+    request: int = 0
+    subrequest: int = 0
+    device: int = 0
+
+    def next_device(self) -> _Slot:
+        """The same (sub)request's next device, once this one is taken."""
+        return _Slot(self.claim, self.request, self.subrequest, self.device + 1)
+
+
+@dataclass(frozen=True, slots=True)
+class _Location:
+    """Where in the node's pools the next device of the same request is looked for: after the last
+    one taken, so a request only tries its devices in one order."""
+    pool: int = 0
+    slice: int = 0
+    device: int = 0
+
+
+class _Search:
+    """``allocateOne``: a depth-first search over every claim's requests; what it has taken so far
+    lives in ``attempt`` and ``picks`` and is given back on the way up."""
+
+    def __init__(self, allocator: Allocator, requests: list[list[list[_Request]]], pools: list[Pool], node: Node):
+        self.allocator = allocator
+        self.requests = requests  # per claim, per request, its alternatives
+        self.pools = pools
+        self.node = node
+        self.attempt = _Attempt()
+        self.picks: list[list[Pick]] = [[] for _ in allocator.claims]  # per claim, what it has taken
+        self.constraints = [allocator._constraints(claim) for claim in allocator.claims]  # per claim
+
+    def run(self) -> list[Pick] | None:
+        """The first complete solution, or None."""
+        try:
+            found = self.fill(_Slot(0), within_subrequest=False, resume=_Location())
+        except _MaxSize:
+            found = False
+        if not found:
+            return None
+        return [pick for per_claim in self.picks for pick in per_claim]
+
+    def fill(self, slot: _Slot, within_subrequest: bool, resume: _Location) -> bool:
+        """Fill ``slot`` and everything after it; raises _MaxSize when too many devices are asked."""
+        if slot.claim >= len(self.requests):
+            return True
+        if slot.request >= len(self.requests[slot.claim]):
+            try:
+                return self.fill(_Slot(slot.claim + 1), False, _Location())
+            except _MaxSize:  # another choice in an earlier claim may ask for fewer devices here
+                return False
+        alternatives = self.requests[slot.claim][slot.request]
+        request = alternatives[slot.subrequest]
+        if not within_subrequest and request.parent is not None:
+            return self.fill_first_available(slot, len(alternatives))
+        if request.all_mode and not request.all_devices:
+            return False
+        if slot.device >= request.count:
+            return self.fill(_Slot(slot.claim, slot.request + 1), False, _Location())
+        if request.count - slot.device > MAX_RESULTS - len(self.picks[slot.claim]):
+            raise _MaxSize()
+        if request.all_mode:
+            return self.fill_all(slot, request, within_subrequest)
+        return self.fill_from_pools(slot, request, within_subrequest, resume)
+
+    def fill_first_available(self, slot: _Slot, count: int) -> bool:
+        """Subrequests in order, the first that leads to a solution wins; _MaxSize only when all hit it."""
+        all_too_many = True
+        for subrequest in range(count):
+            try:
+                if self.fill(_Slot(slot.claim, slot.request, subrequest, slot.device), True, _Location()):
+                    return True
+                all_too_many = False
+            except _MaxSize:
+                continue
+        if all_too_many:
+            raise _MaxSize()
+        return False
+
+    def fill_all(self, slot: _Slot, request: _Request, within_subrequest: bool) -> bool:
+        """An ``All`` request takes its devices in the one order collected: the next one or nothing."""
+        pool, rs, device = request.all_devices[slot.device]
+        undo = self.take(request, pool, rs, device, must=True)
+        if undo is None:
+            return False
+        return self.continue_or_undo(undo, slot.next_device(),
+                                     within_subrequest, _Location())
+
+    def fill_from_pools(self, slot: _Slot, request: _Request, within_subrequest: bool, resume: _Location) -> bool:
+        """Devices in pool, slice, device order from ``resume``; each one taken is tried to the end."""
+        for p in range(resume.pool, len(self.pools)):
+            pool = self.pools[p]
+            if pool.incomplete or pool.invalid:
+                continue
+            for s in range(resume.slice if p == resume.pool else 0, len(pool.slices)):
+                rs = pool.slices[s]
+                first = resume.device if (p, s) == (resume.pool, resume.slice) else 0
+                for d in range(first, len(rs.spec.devices)):
+                    undo = self.take(request, pool, rs, rs.spec.devices[d], must=False)
+                    if undo is None:
+                        continue
+                    if self.continue_or_undo(undo, slot.next_device(),
+                                             within_subrequest, _Location(p, s, d + 1)):
+                        return True
+        return False
+
+    def continue_or_undo(self, undo, slot: _Slot, within_subrequest: bool, resume: _Location) -> bool:
+        """Go on after taking a device; give it back unless that led to a solution (or on an error)."""
+        try:
+            done = self.fill(slot, within_subrequest, resume)
+        except BaseException:
+            undo()
+            raise
+        if not done:
+            undo()
+        return done
+
+    def take(self, request: _Request, pool: Pool, rs: ResourceSlice, device: Device, must: bool):
+        """``allocateDevice``: the device's checks, then its claim's constraints (a broken one is an
+        error for ``must``, an ``All`` request); an undo function, or None when it cannot be taken."""
+        allocator, attempt = self.allocator, self.attempt
+        if allocator._refusal(request, pool, rs, device, self.node, attempt, preselected=must) is not None:
+            return None
+        key = (pool.driver, pool.name, device.name)
+        multi = allocator._multi(device)
+        steps: list = []  # how to take back what was taken so far, in order
+
+        def rollback() -> None:
+            for step in reversed(steps):
+                step()
+
+        if device.consumes_counters and not allocator._counters_counted(key, multi, attempt):
+            allocator._reserve(pool, device, attempt.counters)
+            steps.append(lambda: allocator._release(pool, device, attempt.counters))
+        for constraint in self.constraints[request.claim_index]:
+            if not constraint.add(request, pool, device):
+                rollback()
+                if must:
+                    raise AllocationError(f"claim {request.claim}, request {request.name}: cannot add device "
+                                          f"{pool.key}/{device.name} because a claim constraint would not be "
+                                          "satisfied")
+                return None
+            steps.append(lambda c=constraint: c.remove(request))
+        if not multi:
+            attempt.picked.setdefault(key, set()).add(request.claim_index)
+            steps.append(lambda: attempt.picked[key].discard(request.claim_index))
+        fits, consumed = allocator._capacity_fits(request, pool, device, attempt.capacity)
+        if not fits:
+            rollback()
+            return None
+        if multi:
+            mine = attempt.capacity.setdefault(key, {})
+            for name, value in consumed.items():
+                mine[name] = mine[name] + value if name in mine else value
+
+            def give_back() -> None:
+                for name, value in consumed.items():
+                    attempt.capacity[key][name] = attempt.capacity[key][name] - value
+            steps.append(give_back)
+        picks = self.picks[request.claim_index]
+        picks.append(Pick(request.claim, request.name, pool.driver, pool.name, device.name, shared=multi,
+                          consumed=dict(consumed) if multi else {}))
+        steps.append(picks.pop)
+        return rollback
+
 
 
 def _lookup(device: Device, driver: str, name: str):
@@ -749,10 +889,10 @@ class _Constraint:
     def __init__(self, requests: set[str], attribute: str):
         self.requests, self.attribute = requests, attribute
 
-    def applies(self, rd: _Request) -> bool:
+    def applies(self, request: _Request) -> bool:
         if not self.requests:
             return True
-        return (rd.parent or rd.name) in self.requests or rd.name in self.requests
+        return (request.parent or request.name) in self.requests or request.name in self.requests
 
 
 class _Match(_Constraint):
@@ -760,8 +900,8 @@ class _Match(_Constraint):
         super().__init__(requests, attribute)
         self.count, self.value = 0, None
 
-    def add(self, rd, pool, device) -> bool:
-        if not self.applies(rd):
+    def add(self, request, pool, device) -> bool:
+        if not self.applies(request):
             return True
         value = _lookup(device, pool.driver, self.attribute)
         if value is None:
@@ -773,8 +913,8 @@ class _Match(_Constraint):
         self.count += 1
         return True
 
-    def remove(self, rd) -> None:
-        if self.applies(rd):
+    def remove(self, request) -> None:
+        if self.applies(request):
             self.count -= 1
 
 
@@ -783,8 +923,8 @@ class _Distinct(_Constraint):
         super().__init__(requests, attribute)
         self.values: list = []
 
-    def add(self, rd, pool, device) -> bool:
-        if not self.applies(rd):
+    def add(self, request, pool, device) -> bool:
+        if not self.applies(request):
             return True
         value = _lookup(device, pool.driver, self.attribute)
         if value is None or value in self.values:
@@ -792,7 +932,7 @@ class _Distinct(_Constraint):
         self.values.append(value)
         return True
 
-    def remove(self, rd) -> None:
-        if self.applies(rd):
+    def remove(self, request) -> None:
+        if self.applies(request):
             self.values.pop()
 

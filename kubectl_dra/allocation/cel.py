@@ -27,6 +27,12 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+import semver
+from cel_expr_python import cel
+from cel_expr_python.ext import ext_bindings, ext_optional, ext_strings
+
+from kubectl_dra.quantity import Quantity, QuantityError
+
 QUANTITY, SEMVER = "__k8s_quantity__", "__k8s_semver__"
 
 
@@ -74,15 +80,11 @@ def _literal_domains(expression: str) -> tuple[tuple[str, str], ...]:
 
 @lru_cache(maxsize=4096)
 def _parsed_quantity(text: str):
-    from kubectl_dra.quantity import Quantity
-
     return Quantity.parse(text)
 
 
 @lru_cache(maxsize=4096)
 def _parsed_semver(text: str):
-    import semver
-
     return semver.Version.parse(text)
 
 
@@ -124,8 +126,6 @@ def _compare(a, b) -> int:
 
 
 def _to_quantity(text: str) -> dict:
-    from kubectl_dra.quantity import QuantityError
-
     try:
         return quantity_value(_parsed_quantity(text))
     except QuantityError as exc:
@@ -176,15 +176,11 @@ def _as_integer(q) -> int:
 
 
 def _add(a, b):
-    from kubectl_dra.quantity import Quantity
-
     other = Quantity.from_int(b) if isinstance(b, int) else _quantity_of(b)
     return quantity_value(_quantity_of(a) + other)
 
 
 def _sub(a, b):
-    from kubectl_dra.quantity import Quantity
-
     other = Quantity.from_int(b) if isinstance(b, int) else _quantity_of(b)
     return quantity_value(_quantity_of(a) - other)
 
@@ -208,8 +204,6 @@ def _list_slice(xs, start, end):
 
 
 def _find(text: str, pattern: str) -> str:
-    import re
-
     try:
         match = re.search(pattern, text)
     except re.error as exc:
@@ -218,8 +212,6 @@ def _find(text: str, pattern: str) -> str:
 
 
 def _find_all(text: str, pattern: str, limit: int = -1) -> list[str]:
-    import re
-
     try:
         found = [m.group(0) for m in re.finditer(pattern, text)]
     except re.error as exc:
@@ -229,9 +221,6 @@ def _find_all(text: str, pattern: str, limit: int = -1) -> list[str]:
 
 @lru_cache(maxsize=1)
 def _env():
-    from cel_expr_python import cel
-    from cel_expr_python.ext import ext_strings
-
     t = cel.Type
     value = t.Map(t.STRING, t.DYN)  # a Quantity or a Semver, carried as a one-key map
 
@@ -288,7 +277,6 @@ def _env():
         fn("minor", ("semver_minor", t.INT, [value], True, lambda s: _semver_of(s).minor)),
         fn("patch", ("semver_patch", t.INT, [value], True, lambda s: _semver_of(s).patch)),
     ]
-    from cel_expr_python.ext import ext_bindings, ext_optional
 
     device = t.Map(t.STRING, t.DYN)
     return cel.NewEnv(variables={"device": device}, functions=functions,

@@ -1,28 +1,38 @@
 """Why a claim or an unbound pod cannot be allocated: the allocation for every node (or one),
-the document of DESIGN §4.3 "Allocation", and the findings that say the next step."""
+the document of docs/contracts.md §3.9 "Allocation", and the findings that say the next step."""
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
+
 from kubectl_dra.allocation.allocator import AllocatedState, Allocator, NodeOutcome
-from kubectl_dra.allocation.pools import gather
-from kubectl_dra.allocation.result import (Allocation, NodeAllocation, ProposalView, RejectedDevice, RequestView,
-                                           ResultView)
+from kubectl_dra.allocation.gather import gather
+from kubectl_dra.allocation.document import Allocation, NodeAllocation, RejectedDevice, RequestView, ResultView
 from kubectl_dra.document import Finding
+from kubectl_dra.model.base import InvalidField
 from kubectl_dra.model.inventory import Inventory
 from kubectl_dra.model.node import Node
 from kubectl_dra.model.pod import Pod
 from kubectl_dra.model.claim import ResourceClaim, ResourceClaimTemplate
-from kubectl_dra.model.resource import DeviceClass, ResourceSlice
+from kubectl_dra.model.resource import DeviceClass, DeviceTaintRule, ResourceSlice
 from kubectl_dra.pools.nodeselector import NodeSelectorError, node_selector_matches
+from kubectl_dra.taints.explain import device_taints
+from kubectl_dra.taints.rules import RuleTaints, split_rules
 
 
 def template_claim(pod: Pod, pod_claim_name: str, template: ResourceClaimTemplate) -> ResourceClaim:
-    """The claim the resourceclaim controller would create from a template, before it exists."""
-    return ResourceClaim.model_validate({
+    """The claim the resourceclaim controller would create from a template, before it exists; the
+    template's fields that did not validate are the claim's (what depends on them stays unknown)."""
+    claim = ResourceClaim.model_validate({
         "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
         "metadata": {"name": f"{pod.name}-{pod_claim_name}-<template>", "namespace": pod.namespace,
                      "uid": f"template:{pod.uid}:{pod_claim_name}"},
         "spec": template.spec.spec.model_dump(mode="json", by_alias=True, exclude_none=True)})
+    invalid = tuple(InvalidField(f.path.removeprefix("spec."), f.reason) for f in template.invalid_fields
+                    if f.path.startswith("spec.spec."))
+    if invalid:
+        object.__setattr__(claim, "_invalid", invalid)
+    return claim
 
 
 def pod_claims(pod: Pod, inventory: Inventory) -> tuple[list[ResourceClaim], list[ResourceClaim], list[str]]:
@@ -56,24 +66,18 @@ def slice_index(slices: list[ResourceSlice]):
     return by_node, shared, by_pool
 
 
-def rule_taints(inventory: Inventory) -> dict:
+def rule_taints(inventory: Inventory) -> RuleTaints:
     """DeviceTaintRule taints that keep new allocations off, per selected device: the same matching
-    ``taints`` uses (the driver's own taints are on the devices already)."""
-    from datetime import datetime, timezone
-
-    from kubectl_dra.model.resource import DeviceTaintRule
-    from kubectl_dra.taints.explain import device_taints
-
-    rules = [r for r in inventory.all(DeviceTaintRule) if r.spec.taint.effect in ("NoSchedule", "NoExecute")]
+    ``taints`` uses (the driver's own taints are on the devices already); and the rules that cannot
+    be evaluated, whose devices the allocator calls undetermined (taints/rules.py)."""
+    applied, unevaluated = split_rules(inventory.all(DeviceTaintRule), allocation=True)
+    rules = [r for r in applied if r.spec.taint.effect in ("NoSchedule", "NoExecute")]
     if not rules:
-        return {}
+        return RuleTaints(unevaluated=unevaluated)
     out: dict = {}
     for key, taints in device_taints(inventory, rules, datetime.now(timezone.utc)).items():
-        for t in taints:
-            if t.source != "slice":
-                out.setdefault(key, []).append({"key": t.key, "value": t.value, "effect": t.effect,
-                                                "rule": t.source.removeprefix("rule/")})
-    return out
+        out[key] = [t for t in taints if t.source != "slice"]
+    return RuleTaints({key: taints for key, taints in out.items() if taints}, unevaluated)
 
 
 def not_on_node(claim: ResourceClaim, node: Node) -> bool:
@@ -112,7 +116,7 @@ def explain_allocation(claims: list[ResourceClaim], inventory: Inventory, *, all
             views.append(NodeAllocation(node=node.name, feasible=True))
             continue
         gathered = gather(node, [*by_node.get(node.name, ()), *shared], by_pool)
-        views.append(_view(allocator.allocate(node, gathered)))
+        views.append(node_allocation(allocator.allocate(node, gathered)))
     result = Allocation(claims=[f"{c.namespace}/{c.name}" for c in claims], nodes_checked=len(nodes))
     result.feasible_nodes = [v.node for v in views if v.feasible]
     shown = [v for v in views if v.feasible] + [v for v in views if not v.feasible]
@@ -123,7 +127,8 @@ def explain_allocation(claims: list[ResourceClaim], inventory: Inventory, *, all
     return result
 
 
-def _view(outcome: NodeOutcome) -> NodeAllocation:
+def node_allocation(outcome: NodeOutcome) -> NodeAllocation:
+    """The allocator's outcome on one node as the document shows it, with the one-line reason it fails."""
     view = NodeAllocation(node=outcome.node, feasible=outcome.feasible, error=outcome.error,
                           undetermined=outcome.undetermined)
     view.results = [ResultView(claim=p.claim, request=p.request, driver=p.driver, pool=p.pool, device=p.device)
@@ -148,6 +153,11 @@ def _view(outcome: NodeOutcome) -> NodeAllocation:
             view.message = "every request has candidates, but no combination satisfies the claims' constraints, " \
                            "shared counters or capacity together"
     return view
+
+
+def wants_proposals(allocation: Allocation, only_node: str | None) -> bool:
+    """Karpenter's proposals answer "no node fits"; with ``--node`` the question is that one node."""
+    return not allocation.feasible_nodes and only_node is None
 
 
 def allocation_findings(allocation: Allocation, nominated: str | None = None) -> list[Finding]:
@@ -237,29 +247,12 @@ def _next_step(allocation: Allocation, reasons: dict[str, int]) -> str:
     return "Next: the devices are not reachable from these nodes (their node selection excludes them)."
 
 
-def explain_proposals(claims: list[ResourceClaim], inventory: Inventory, instance_types) -> list[ProposalView]:
-    """Allocate ``claims`` on each predicted node: ``instance_types`` are the overlay evaluation's
-    views (``nodePool``, ``name``, ``resourceSlices``). A fresh node holds no allocations; every
-    predicted slice reaches it (node-local templates by construction, selector-based ones are
-    written for such nodes)."""
-    classes = {c.name: c for c in inventory.all(DeviceClass)}
-    out = []
-    for view in instance_types:
-        if not view.resource_slices:
-            continue
-        name = f"proposal-{view.node_pool}-{view.name}"
-        node = Node.model_validate({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}})
-        slices = []
-        for index, predicted in enumerate(view.resource_slices):
-            spec = {k: v for k, v in predicted.items() if k in ("driver", "pool", "devices", "sharedCounters")}
-            spec["pool"] = {**(spec.get("pool") or {}), "name": (spec.get("pool") or {}).get("name") or name,
-                            "generation": 0}
-            spec["nodeName"] = name
-            slices.append(ResourceSlice.model_validate({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
-                                                        "metadata": {"name": f"{name}-{index}"}, "spec": spec}))
-        _, _, by_pool = slice_index(slices)
-        outcome = Allocator(claims, classes, AllocatedState()).allocate(node, gather(node, slices, by_pool))
-        view_out = _view(outcome)
-        out.append(ProposalView(node_pool=view.node_pool, instance_type=view.name, feasible=outcome.feasible,
-                                results=view_out.results, message=view_out.message))
-    return out
+def waiting_findings(allocation: Allocation, waiting: list[Pod], known: list[Finding]) -> list[Finding]:
+    """The findings of a pending claim's allocation that ``known`` lacks (by code), for each node the
+    pods that wait for it were nominated to (none nominated: any node). No pod waiting, no verdict:
+    nothing asks the scheduler to allocate the claim then."""
+    found: list[Finding] = []
+    for nominated in sorted({p.status.nominated_node_name for p in waiting}, key=lambda n: n or ""):
+        codes = {f.code for f in [*known, *found]}
+        found += [f for f in allocation_findings(allocation, nominated) if f.code not in codes]
+    return found

@@ -1,1 +1,1 @@
-"""What the kubelet and the OCI runtime write into cgroup v2 for a pod (kubelet-cgroups.md)."""
+"""What the kubelet and the OCI runtime write into cgroup v2 for a pod (docs/kubernetes/kubelet-cgroups.md)."""

@@ -1,6 +1,6 @@
 """The kubelet's CPU manager checkpoint (``cpu_manager_state``): policy and exclusive cpusets.
 
-Two shapes (node-state.md §3): the legacy top-level ``policyName``, ``defaultCpuSet``, ``entries``
+Two shapes (docs/kubernetes/node-state.md §3): the legacy top-level ``policyName``, ``defaultCpuSet``, ``entries``
 (pod UID -> container -> cpuset), and 1.37's ``data`` (a JSON *string* holding the same keys, plus
 ``podEntries`` and ``baselines``), which is authoritative when present. A container holds exclusive
 CPUs exactly when ``entries[podUID][container]`` is a non-empty cpuset (``containerHasExclusiveCPUs``).

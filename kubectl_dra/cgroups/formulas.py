@@ -1,4 +1,4 @@
-"""The kubelet's and runtimes' unit conversions, exactly (kubelet-cgroups.md §1, §3).
+"""The kubelet's and runtimes' unit conversions, exactly (docs/kubernetes/kubelet-cgroups.md §1, §3).
 
 Integer arithmetic throughout, as the Go code truncates; the quadratic weight formula is the one
 place that uses floats, because runc/crun compute it in floating point too.

@@ -1,4 +1,4 @@
-"""Node options that decide what the kubelet and runtime write (DESIGN §4.2)."""
+"""Node options that decide what the kubelet and runtime write (docs/contracts.md §7)."""
 
 from __future__ import annotations
 

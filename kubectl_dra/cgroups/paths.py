@@ -1,4 +1,4 @@
-"""Where a pod's and its containers' cgroups live, per cgroup driver and runtime (§4).
+"""Where a pod's and its containers' cgroups live, per cgroup driver and runtime (docs/kubernetes/kubelet-cgroups.md §4).
 
 Paths are relative to the cgroup v2 mount (``/sys/fs/cgroup``).
 """

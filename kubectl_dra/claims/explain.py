@@ -1,44 +1,19 @@
 """``kubectl dra explain claim``: what a claim got, who holds it, and why it may be stuck."""
-
 from __future__ import annotations
-
-
-from pydantic import Field
 
 from kubectl_dra.allocatable.devices import mapped_amounts
 from kubectl_dra.allocatable.entries import unknown_inputs
 from kubectl_dra.claims.findings import claim_findings
-from kubectl_dra.claims.reservations import ConsumerView, ReservationView, consumers, resolve
+from kubectl_dra.claims.reservations import consumers, resolve
 from kubectl_dra.claims.views import ClaimRef, DeviceView
-from kubectl_dra.allocation.result import Allocation
-from kubectl_dra.document import Document, Finding, Part
+from kubectl_dra.document import Finding
 from kubectl_dra.model.inventory import Inventory
+from kubectl_dra.model.registry import NodeEnforcementReportObject
+from kubectl_dra.pools.slices import slice_device
 from kubectl_dra.model.claim import DeviceRequestAllocationResult, ResourceClaim
 from kubectl_dra.model.resource import DeviceClass, ResourceSlice
-
-
-class NodeView(Part):
-    """The claim as one node's agent last saw it (its NodeEnforcementReport's ``status.claims``)."""
-
-    node: str
-    observed_at: str | None = None
-    prepared: bool | None = None
-    prepared_for: list[str] = Field(default_factory=list)
-    devices: list[str] = Field(default_factory=list)
-    cdi_devices: list[str] = Field(default_factory=list)
-    sources: list[str] = Field(default_factory=list)
-
-
-class ClaimExplanation(Document):
-    kind: str = "ClaimExplanation"
-    claim: ClaimRef
-    devices: list[DeviceView] = Field(default_factory=list)
-    reserved_for: list[ReservationView] = Field(default_factory=list)
-    reserved_for_limit: int = 256
-    consumers: list[ConsumerView] = Field(default_factory=list)
-    node_view: list[NodeView] = Field(default_factory=list)  # from agents' reports, when they have the claim
-    allocation: Allocation | None = None  # a claim not allocated yet: what the allocator would do now
-    findings: list[Finding] = Field(default_factory=list)
+from kubectl_dra.claims.document import ClaimExplanation, NodeView
+from kubectl_dra.taints.explain import claim_taints
 
 
 def node_views(claim: ResourceClaim, inventory: Inventory) -> tuple[list[NodeView], list[Finding]]:
@@ -62,8 +37,6 @@ def node_views(claim: ResourceClaim, inventory: Inventory) -> tuple[list[NodeVie
 def _report_claims(inventory: Inventory) -> dict[tuple, list[tuple]]:
     """(namespace, claim name) -> (report, its status, the claim's entry) of every agent report, in
     report order (a list of claims asks every claim; each would walk every report's claims)."""
-    from kubectl_dra.model.registry import NodeEnforcementReportObject
-
     index: dict[tuple, list[tuple]] = {}
     for report in inventory.all(NodeEnforcementReportObject):
         status = report.status if isinstance(report.status, dict) else {}
@@ -87,7 +60,7 @@ def _request_class(claim: ResourceClaim, request: str) -> tuple[str | None, str 
 
 def _device_view(claim: ResourceClaim, result: DeviceRequestAllocationResult, inventory: Inventory,
                  amounts_unknown: bool, facts: bool = True) -> DeviceView:
-    rs, device = inventory.slice_device(result.driver, result.pool, result.device)
+    rs, device = slice_device(inventory, result.driver, result.pool, result.device)
     class_name, subrequest = _request_class(claim, result.request)
     status = next((d for d in claim.status.devices
                    if (d.driver, d.pool, d.device) == result.device_id and d.share_id == result.share_id), None)
@@ -130,8 +103,6 @@ def explain_claim(claim: ResourceClaim, inventory: Inventory, *, facts: bool = T
     reservations = [resolve(ref, claim, inventory) for ref in claim.status.reserved_for]
     users = consumers(claim, inventory)
     views, node_findings = node_views(claim, inventory)
-    from kubectl_dra.taints.explain import claim_taints
-
     taints, taint_findings = claim_taints(claim, inventory)
     for device in devices:
         device.taints = [{k: v for k, v in (("key", t.key), ("value", t.value), ("effect", t.effect),
@@ -155,6 +126,7 @@ def explain_claim(claim: ResourceClaim, inventory: Inventory, *, facts: bool = T
 
 def _unschedulable_consumers(claim: ResourceClaim, inventory: Inventory) -> list[Finding]:
     """``Unschedulable`` for each pending pod that waits for this claim, as the scheduler last said."""
+    # start-up: pending - a claim not allocated; `claims -o wide` and an allocated claim never load the scheduler
     from kubectl_dra.scheduling.explain import recorded_unschedulable
 
     found = (recorded_unschedulable(p) for p in inventory.pods_by_claim().get((claim.namespace, claim.name), []))

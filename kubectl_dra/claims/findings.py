@@ -6,6 +6,7 @@ from kubectl_dra.claims.reservations import ConsumerView, ReservationView
 from kubectl_dra.claims.views import DeviceView
 from kubectl_dra.document import Finding
 from kubectl_dra.model.inventory import Inventory
+from kubectl_dra.pools.slices import outdated_generation
 from kubectl_dra.model.pod import Pod
 from kubectl_dra.model.claim import RESERVED_FOR_MAX, ResourceClaim
 from kubectl_dra.text import plural
@@ -37,7 +38,7 @@ def _flaps(view: ReservationView, claim: ResourceClaim, reservations: list[Reser
 
 def where_missing(inventory: Inventory, driver: str, pool: str, device: str) -> str:
     """Where an allocated device that no current slice lists went: an outdated generation, or nowhere."""
-    outdated = inventory.outdated_generation(driver, pool, device)
+    outdated = outdated_generation(inventory, driver, pool, device)
     if outdated:
         return (f"only in an outdated generation ({outdated[0]}) of pool {pool}, whose current generation "
                 f"{outdated[1]} no longer lists it")

@@ -15,7 +15,7 @@ from kubectl_dra.model.base import KubeObject
 from kubectl_dra.model.inventory import Inventory
 from kubectl_dra.model.pod import Pod
 from kubectl_dra.model.registry import models
-from kubectl_dra.model.claim import ResourceClaim, ResourceClaimConsumerReference
+from kubectl_dra.model.claim import ResourceClaim, ResourceClaimConsumerReference, is_reserved_for_pod
 from kubectl_dra.model.scheduling import PodGroup
 
 Resolved = Literal["exists", "missing", "uidMismatch", "done", "unknown"]
@@ -40,13 +40,6 @@ class ConsumerView:
     node: str | None = None
     phase: str | None = None
     via: str = "resourceClaimName"  # resourceClaimName | template | extendedResource
-
-
-def is_reserved_for_pod(claim: ResourceClaim, pod: Pod) -> bool:
-    """The kubelet's check: the pod's UID is listed, or its PodGroup is (by name)."""
-    group = pod.pod_group_name
-    return any(ref.uid == pod.uid or (group and ref.is_pod_group and ref.name == group)
-               for ref in claim.status.reserved_for)
 
 
 def _model_for(ref: ResourceClaimConsumerReference) -> type[KubeObject] | None:

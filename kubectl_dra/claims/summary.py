@@ -5,10 +5,11 @@ from __future__ import annotations
 import dataclasses
 from datetime import datetime
 
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable
 
 from pydantic import Field, PrivateAttr
 
+from kubectl_dra.claims.sorting import SORT_KEYS, sort_key
 from kubectl_dra.document import Document, part
 from kubectl_dra.gcpause import gc_paused
 from kubectl_dra.model.claim import ResourceClaim, ResourceClaimConsumerReference
@@ -83,23 +84,11 @@ def summarize(claim: ResourceClaim, inventory: Inventory) -> ClaimSummary:
     )
 
 
-SORT_KEYS = {
-    "name": lambda i: (i.name, i.namespace),
-    "namespace": lambda i: (i.namespace, i.name),
-    "node": lambda i: (i.node or "", i.namespace, i.name),
-    "state": lambda i: (",".join(i.state), i.namespace, i.name),
-    "age": lambda i: (i.creation_timestamp.timestamp() if i.creation_timestamp else 0.0, i.namespace, i.name),
-    "devices": lambda i: (len(i.devices), i.namespace, i.name),
-    "reservations": lambda i: (len(i.reserved_for), i.namespace, i.name),
-    "findings": lambda i: (len(i.findings), i.namespace, i.name),
-}
-SORT_ALIASES = {".metadata.name": "name", ".metadata.namespace": "namespace",
-                ".metadata.creationTimestamp": "age", "creationTimestamp": "age"}
-
-
-def sort_key(name: str):
-    """``--sort-by``: a column-like key or the kubectl JSONPath spelling of one."""
-    return SORT_KEYS.get(SORT_ALIASES.get(name, name))
+def detailed_view(full_output: bool, only_findings: bool, sort_by: str) -> bool:
+    """Whether the rows need the detailed view (pods, slices and PodGroups read, each claim
+    explained): for -o wide/json/yaml (``full_output``), --findings and --sort-by findings; the plain
+    table and -o name show only what a claim says of itself."""
+    return full_output or only_findings or sort_key(sort_by) is SORT_KEYS["findings"]
 
 
 def list_claims(claims: Iterable[ResourceClaim], inventory: Inventory, *, detailed: bool = False,
@@ -108,13 +97,15 @@ def list_claims(claims: Iterable[ResourceClaim], inventory: Inventory, *, detail
     ``detailed`` also joins devices and reservations (``inventory`` then holds the slices, pods and
     PodGroups) to fill the node-allocatable amounts and the finding codes."""
     waiting: list = []
-    state = None
+    state = explain = None
     if detailed:
+        # start-up: light - the plain table and -o name explain no claim (model.pod, model.resource)
         from kubectl_dra.allocation.state import AllocatedState
+        from kubectl_dra.claims.explain import explain_claim as explain
 
         state = AllocatedState()
     with gc_paused():
-        items = _summaries(claims, inventory, detailed, only_findings, waiting, state)
+        items = _summaries(claims, inventory, explain, only_findings, waiting, state)
     key = sort_key(sort_by) or SORT_KEYS["namespace"]
     items.sort(key=key)
     result = ClaimList(items=items, problems=[p.message for p in inventory.problems])
@@ -132,6 +123,7 @@ def add_allocation_findings(result: ClaimList, inventory: Inventory) -> None:
     """``Unsatisfiable`` (no node can take the claim now) and ``UnsatisfiableOnNode`` (a waiting pod's
     nominated node cannot) on the pending claims that pods wait for; ``inventory`` holds the nodes,
     slices and classes."""
+    # start-up: pending
     from kubectl_dra.allocation.explain import allocation_findings, explain_allocation
 
     for item, claim, nominated in result._waiting:
@@ -145,15 +137,21 @@ def add_allocation_findings(result: ClaimList, inventory: Inventory) -> None:
         result.items.sort(key=result._sort)
 
 
+def keep_with_findings(result: ClaimList) -> None:
+    """--findings: drop the rows without findings, once the allocation findings are in (a claim
+    pods wait for is kept by ``list_claims`` until then)."""
+    result.items = [item for item in result.items if item.findings]
+
+
 def _add(totals: dict, key: str, q: Quantity) -> None:
     totals[key] = totals[key] + q if key in totals else q
 
 
-def _summaries(claims: Iterable[ResourceClaim], inventory: Inventory, detailed: bool,
+def _summaries(claims: Iterable[ResourceClaim], inventory: Inventory, explain: Callable | None,
                only_findings: bool, waiting: list | None = None, state=None) -> list[ClaimSummary]:
+    """The rows; ``explain`` (the claim explanation, None for the plain view) fills the detailed columns."""
     items = []
-    if detailed:
-        from kubectl_dra.claims.explain import explain_claim
+    detailed = explain is not None
     for claim in claims:
         item = summarize(claim, inventory)
         if state is not None:
@@ -164,7 +162,7 @@ def _summaries(claims: Iterable[ResourceClaim], inventory: Inventory, detailed: 
                 waiting.append((item, claim, sorted({p.status.nominated_node_name for p in pods
                                                      if p.status.nominated_node_name})))
         if detailed:
-            explanation = explain_claim(claim, inventory, facts=False)
+            explanation = explain(claim, inventory, facts=False)
             item.findings = sorted({f.code for f in explanation.findings})
             totals: dict = {}
             overhead: dict = {}

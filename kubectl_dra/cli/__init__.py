@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from kubectl_dra.cli.exitcodes import EPILOG, ExitStatus
+from kubectl_dra.exitcodes import EPILOG, ExitStatus
 from kubectl_dra.cli.lazy import LazyGroup
 from kubectl_dra.flags.connection import root_kube_options
 
@@ -29,6 +29,7 @@ class RootGroup(LazyGroup):
         try:
             return super().invoke(ctx)
         except click.ClickException as exc:  # click prints it: a name from an object must not carry escapes
+            # start-up: help - completion imports this module: no text.py (secrets, ~7 ms) at its top
             from kubectl_dra.text import terminal_safe
 
             exc.message = terminal_safe(exc.message)
@@ -38,10 +39,12 @@ class RootGroup(LazyGroup):
         except KeyboardInterrupt:
             ctx.exit(ExitStatus.INTERRUPTED)
         except Exception as exc:  # noqa: BLE001 - the one place that maps errors to exit codes
+            # start-up: help - only a failed command needs errors.py
             from kubectl_dra.errors import DRAError
 
             env = ctx.obj
             if env is None:  # the failure came before the group's callback (e.g. a subcommand's import)
+                # start-up: help
                 from kubectl_dra.env import Environment
 
                 env = ctx.obj = Environment(program=ctx.info_name or "kubectl dra")
@@ -72,12 +75,14 @@ def cli(ctx: click.Context) -> None:
     before or after the command; `kubectl dra options` lists them.
     """
     if ctx.obj is None:
+        # start-up: help - completion resolves commands without running this: no env.py (~8 ms)
         from kubectl_dra.env import Environment
 
         ctx.obj = Environment(program=ctx.info_name or "kubectl dra")
 
 
 def main() -> None:
+    # start-up: help - completion imports this module and never runs main
     from kubectl_dra.env import program_name
 
     cli.main(prog_name=program_name(sys.argv[0]))

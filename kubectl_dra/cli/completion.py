@@ -10,9 +10,15 @@ as kubectl completes ``kubectl get pod <TAB>`` (kubectl_dra/flags/completion.py)
 
 from __future__ import annotations
 
+import os
 import sys
+import threading
 
 import click
+from click.core import ParameterSource
+from click.shell_completion import CompletionItem, _resolve_context, _resolve_incomplete
+
+from kubectl_dra.cli import cli
 
 # cobra's ShellCompDirective values
 DEFAULT, NO_FILE_COMPLETION, FILTER_FILE_EXT, FILTER_DIRS = 0, 4, 8, 16
@@ -20,10 +26,6 @@ EXTENSIONS = {"catalog": ("yaml", "yml", "json")}  # file flags that take only t
 
 
 def complete(args: list[str]) -> list[str]:
-    from click.shell_completion import _resolve_context, _resolve_incomplete
-
-    from kubectl_dra.cli import cli
-
     if args and args[0] in ("__complete", "__completeNoDesc"):
         args = args[1:]
     words, incomplete = (args[:-1], args[-1]) if args else ([], "")
@@ -47,9 +49,6 @@ def _lines(items) -> list[str]:
 
 def _flags(ctx: click.Context, command: click.Command, incomplete: str):
     """Every flag of the command, hidden ones included, but not one already given (unless repeatable)."""
-    from click.core import ParameterSource
-    from click.shell_completion import CompletionItem
-
     items = []
     for param in command.get_params(ctx):
         if not isinstance(param, click.Option):
@@ -69,8 +68,6 @@ flags point at: an unreachable server, a FIFO named as --snapshot, a huge file).
 def bounded(args: list[str], deadline: float = DEADLINE) -> list[str]:
     """:func:`complete`, or no candidates when it cannot answer within ``deadline`` seconds (the
     work goes on in a daemon thread that the process leaves behind when it exits)."""
-    import threading
-
     answer: list[list[str]] = []
 
     def work() -> None:
@@ -86,8 +83,6 @@ def bounded(args: list[str], deadline: float = DEADLINE) -> list[str]:
 
 
 def main() -> None:
-    import os
-
     sys.stdout.write("\n".join(bounded(sys.argv[1:])) + "\n")
     sys.stdout.flush()
     os._exit(0)  # a read still blocked in the worker (a FIFO with no writer) must not hold the exit

@@ -1,30 +1,9 @@
-"""``-o``, ``--no-headers`` and ``--color`` for the kubectl-dra commands."""
+"""Flag checks of the kubectl-dra commands (the output flags both programs share are in
+``kubectl_dra/flags/output.py``)."""
 
 from __future__ import annotations
 
-import functools
-
 import click
-
-from kubectl_dra.printers.options import OUTPUT_FORMATS, OutputOptions
-
-
-def output_options(formats: tuple[str, ...] = OUTPUT_FORMATS, default: str = "table"):
-    """``-o``, ``--no-headers`` and ``--color``; the command receives ``output=OutputOptions``."""
-
-    def decorate(command):
-        @functools.wraps(command)
-        def wrapper(*args, output_format, no_headers, color, **kwargs):
-            return command(*args, output=OutputOptions(output_format, no_headers, color), **kwargs)
-
-        wrapper = click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto",
-                               show_default=True, help="Colour the output (auto: only on a terminal).")(wrapper)
-        wrapper = click.option("--no-headers", is_flag=True, help="Print tables without the header line.")(wrapper)
-        wrapper = click.option("-o", "--output", "output_format", type=click.Choice(formats), default=default,
-                               show_default=True, help="Output format.")(wrapper)
-        return wrapper
-
-    return decorate
 
 
 def check_label_selector(ctx, param, value):
@@ -32,6 +11,7 @@ def check_label_selector(ctx, param, value):
     '-l' / '--selector'", said before anything is read (kubectl refuses it the same way)."""
     if value is None:
         return value
+    # start-up: help - the commands that take -l load no selector parser for --help and completion
     from kubectl_dra.errors import InputError
     from kubectl_dra.kube.selectors import parse_label_selector
 

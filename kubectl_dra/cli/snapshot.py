@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from kubectl_dra.cli.exitcodes import EPILOG
+from kubectl_dra.exitcodes import EPILOG
 from kubectl_dra.flags.connection import kube_options
 
 
@@ -41,35 +41,7 @@ def snapshot(ctx: click.Context, kube, output_dir: Path, overwrite: bool, no_hea
       kubectl dra snapshot -o bundle/ -A
       kubectl dra claims -A --snapshot bundle/
     """
-    from kubectl_dra import __version__
-    from kubectl_dra.cli.runtime import open_for, report_problems, require_kinds
-    from kubectl_dra.kube.reads import ReadRequest
-    from kubectl_dra.kube.snapshot import check_target, write_snapshot
-    from kubectl_dra.model.registry import models
-    from kubectl_dra.printers.table import Column, render
+    # start-up: help
+    from kubectl_dra.commands.snapshot import run
 
-    env = ctx.obj
-    check_target(output_dir, overwrite)
-    opened = open_for(env, kube)
-    required = {"Pod", "Node", "ResourceClaim", "ResourceSlice"}
-    inventory = opened.source.read(
-        [ReadRequest(m, opened.namespace, required=m.KIND in required) for m in models()])
-    by_kind = {m: [obj.raw for obj in inventory.all(m)] for m in models() if m.KIND in inventory.read_kinds}
-    if not by_kind:
-        require_kinds(env, inventory, *models())
-    not_read = {m.KIND: next((p.message for p in inventory.problems if p.kind == m.KIND), "not read")
-                for m in models() if m.KIND not in inventory.read_kinds}
-    about = {"createdBy": f"kubectl-dra {__version__}", "created": env.now().strftime("%Y-%m-%dT%H:%M:%SZ"),
-             "source": opened.source.description, "namespace": opened.namespace, "notRead": not_read}
-    try:
-        documents = {kind: list(items) for kind, items in inventory.documents.items() if items}
-        files = write_snapshot(output_dir, by_kind, about, documents)
-    except OSError as exc:
-        from kubectl_dra.errors import InputError
-
-        raise InputError(f"cannot write snapshot to {output_dir}: {(exc.strerror or str(exc)).lower()}"
-                         + (f" ({exc.filename})" if exc.filename else "")) from None
-    counts = [(m.KIND, len(items)) for m, items in by_kind.items()] + [(k, len(v)) for k, v in documents.items()]
-    rows = [[kind, str(count), str(path)] for (kind, count), path in zip(counts, files)]
-    env.write(render([Column("KIND"), Column("OBJECTS"), Column("FILE")], rows, no_headers=no_headers))
-    ctx.exit(report_problems(env, inventory))
+    ctx.exit(run(ctx.obj, kube=kube, output_dir=output_dir, overwrite=overwrite, no_headers=no_headers))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from kubectl_dra import __version__
+from kubectl_dra.flags.connection import connection_help
 
 
 @click.command("version")
@@ -18,8 +19,6 @@ def version(env) -> None:
 @click.pass_obj
 def options(env) -> None:
     """List the connection flags every command accepts (before or after the command name)."""
-    from kubectl_dra.flags.connection import connection_help
-
     formatter = click.HelpFormatter(max_width=100)
     formatter.write_text("These flags work like kubectl's and may be given before or after the command:")
     with formatter.section("Connection flags"):

@@ -1,1 +1,2 @@
-"""Command-line flags both programs share (kubectl-dra and dra-node-agent): connection and node flags."""
+"""Command-line flags both programs share (kubectl-dra and dra-node-agent): connection, node, output
+and host-path flags."""

@@ -7,14 +7,15 @@ from __future__ import annotations
 from typing import Callable
 
 import click
+from click.shell_completion import CompletionItem
+
+from kubectl_dra.kube.options import KubeOptions
 
 COMPLETION_TIMEOUT = "4s"  # each request; kubectl_dra/cli/completion.py bounds the whole answer by 5 s
 
 
 def _kube_options(ctx: click.Context):
     """The connection flags typed so far, before or after the command name."""
-    from kubectl_dra.kube.options import KubeOptions
-
     fields = KubeOptions.__dataclass_fields__
     given: dict = {}
     for c in reversed([ctx, *_parents(ctx)]):  # the root first; a later (inner) value wins
@@ -38,9 +39,8 @@ def object_names(kind: str) -> Callable:
     namespace the words so far select; nothing (never an error) when they cannot be read."""
 
     def names(ctx: click.Context, param: click.Parameter, incomplete: str):
-        from click.shell_completion import CompletionItem
-
         try:
+            # start-up: help
             from kubectl_dra.kube.reads import ReadRequest
             from kubectl_dra.kube.sources import open_source
             from kubectl_dra.model.registry import models
@@ -59,9 +59,8 @@ def object_names(kind: str) -> Callable:
 
 def namespaces(ctx: click.Context, param: click.Parameter, incomplete: str):
     """``-n <TAB>``: the cluster's namespaces, or those a snapshot's objects live in."""
-    from click.shell_completion import CompletionItem
-
     try:
+        # start-up: help
         from kubectl_dra.kube.reads import ReadRequest
         from kubectl_dra.kube.sources import open_source
         from kubectl_dra.model.registry import models
@@ -83,8 +82,6 @@ def choices(values: Callable[[], list[str]]) -> Callable:
     """A ``shell_complete`` callback for a free-text flag with known good values (``--sort-by``)."""
 
     def complete_values(ctx: click.Context, param: click.Parameter, incomplete: str):
-        from click.shell_completion import CompletionItem
-
         return [CompletionItem(v) for v in values() if v.startswith(incomplete)]
 
     return complete_values

@@ -10,6 +10,7 @@ import functools
 
 import click
 
+from kubectl_dra.errors import ConfigError
 from kubectl_dra.flags.completion import namespaces
 from kubectl_dra.kube.options import KubeOptions
 
@@ -22,7 +23,7 @@ def _check_timeout(ctx, param, value):
     """A bad --request-timeout is a usage error (exit 2), said before anything is read."""
     if value is None:
         return value
-    from kubectl_dra.errors import ConfigError
+    # start-up: help
     from kubectl_dra.kube.config import parse_duration
 
     try:

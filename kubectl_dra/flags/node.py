@@ -1,10 +1,13 @@
-"""The node flags of DESIGN §4.2, shared by every command that predicts cgroups."""
+"""The node flags of docs/contracts.md §7, shared by every command that predicts cgroups."""
 
 from __future__ import annotations
 
 import functools
+from fractions import Fraction
 
 import click
+
+from kubectl_dra.errors import InputError
 
 
 class _Parsed(click.ParamType):
@@ -17,7 +20,6 @@ class _Parsed(click.ParamType):
     def convert(self, value, param, ctx):
         if not isinstance(value, str):
             return value
-        from kubectl_dra.errors import InputError
 
         try:
             return self._parse(value)
@@ -26,12 +28,14 @@ class _Parsed(click.ParamType):
 
 
 def _period(text: str) -> int:
+    # start-up: help
     from kubectl_dra.cgroups.options import parse_period
 
     return parse_period(text)
 
 
 def _sizes(text: str) -> list[int]:
+    # start-up: help
     from kubectl_dra.cgroups.options import parse_hugepage_sizes
 
     return parse_hugepage_sizes(text)
@@ -39,10 +43,6 @@ def _sizes(text: str) -> list[int]:
 
 def _factor(text: str) -> str:
     """kubelet memoryThrottlingFactor: a number in (0, 1] (its validation), kept as text."""
-    from fractions import Fraction
-
-    from kubectl_dra.errors import InputError
-
     try:
         factor = Fraction(text.strip())
     except (ValueError, ZeroDivisionError):

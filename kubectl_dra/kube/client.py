@@ -63,6 +63,7 @@ class Session:
     def __init__(self, configuration, *, request_timeout: float | None = None,
                  headers: Mapping[str, Any] | None = None, credential: str = "the configured credentials",
                  clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep):
+        # start-up: offline
         from kubernetes.client import ApiClient
         from urllib3.util.retry import Retry
 
@@ -103,6 +104,7 @@ class Session:
     def exchange(self, method: str, path: str, query: Sequence[tuple[str, str]] = (), body: Any = None,
                  content_type: str = "application/json") -> bytes:
         """One request and its retries; the body of a successful answer, else :class:`ApiError`."""
+        # start-up: offline
         import urllib3
 
         headers = {"Accept": "application/json", **self.headers}
@@ -167,6 +169,7 @@ class Session:
 
     def watch(self, path: str, query: Sequence[tuple[str, str]], timeout: float):
         """Yield watch events (decoded JSON lines) until the server ends the stream."""
+        # start-up: offline
         import urllib3
 
         headers = {"Accept": "application/json", **self.headers}

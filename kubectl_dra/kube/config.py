@@ -1,6 +1,6 @@
 """Kubeconfig and in-cluster configuration, resolved the way kubectl resolves them.
 
-The official client's loader differs from kubectl in ways users would notice (ecosystem.md §1.5):
+The official client's loader differs from kubectl in ways users would notice (docs/kubernetes/ecosystem.md §1.5):
 the *last* KUBECONFIG file wins ``current-context``, ``KUBECONFIG`` is read at import time, the
 kubeconfig is rewritten after token refreshes, there are no ``--cluster``/``--user`` overrides,
 ``load_config()`` prints, and exec-plugin failures are only logged. So this module does the
@@ -42,7 +42,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
+import yaml
+
 from kubectl_dra.errors import ConfigError
+from kubectl_dra.files import FileReadError, check_file, read_bytes, read_text
 from kubectl_dra.kube.options import ConfigFlags
 
 SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
@@ -68,6 +71,7 @@ class ClientConfig:
 
     def new_api_client(self):
         """A fresh ``kubernetes.client.ApiClient`` that also sends the impersonation headers."""
+        # start-up: offline
         from kubernetes.client import ApiClient
 
         api_client = ApiClient(self.configuration)
@@ -156,10 +160,6 @@ def _candidate_files(flags: ConfigFlags, environ: Mapping[str, str],
 
 def _read_yaml(path: str) -> dict | None:
     """The parsed file, ``{}`` for an empty one, ``None`` if it does not exist."""
-    import yaml
-
-    from kubectl_dra.files import FileReadError, read_bytes
-
     try:
         raw = read_bytes(path)  # bounded; a FIFO or device named as kubeconfig is refused, never waited on
     except FileReadError as exc:
@@ -436,6 +436,7 @@ def _client_logged_errors() -> Iterator[list[str]]:
 
 
 def _configuration_from_kubeconfig(cluster: dict, user: dict, user_name: str | None, where: str):
+    # start-up: offline
     from kubernetes.client import Configuration
     from kubernetes.config.config_exception import ConfigException
     from kubernetes.config.kube_config import KubeConfigLoader
@@ -453,8 +454,6 @@ def _configuration_from_kubeconfig(cluster: dict, user: dict, user_name: str | N
     user = dict(user)
     if user.get("tokenFile") and not user.get("token"):
         # client-go trims the token file; the Python loader would send a trailing newline.
-        from kubectl_dra.files import FileReadError, read_text
-
         try:
             user["token"] = read_text(user["tokenFile"]).strip()
         except FileReadError as exc:
@@ -462,8 +461,6 @@ def _configuration_from_kubeconfig(cluster: dict, user: dict, user_name: str | N
                               f'"{user_name}": {exc.reason}') from None
         user.pop("tokenFile")
     if secure:  # the client opens these itself: a device or a huge file is refused here first
-        from kubectl_dra.files import FileReadError, check_file
-
         for holder, field in ((cluster, "certificate-authority"), (user, "client-certificate"), (user, "client-key")):
             if holder.get(field) and not holder.get(f"{field}-data"):
                 try:
@@ -524,8 +521,6 @@ def _in_cluster_possible(environ: Mapping[str, str], sa_dir: Path) -> bool:
 def _in_cluster_namespace(environ: Mapping[str, str], sa_dir: Path) -> str | None:
     if environ.get("POD_NAMESPACE"):
         return environ["POD_NAMESPACE"]
-    from kubectl_dra.files import FileReadError, read_text
-
     try:
         return read_text(sa_dir / "namespace", explicit=False).strip() or None
     except FileReadError:
@@ -534,6 +529,7 @@ def _in_cluster_namespace(environ: Mapping[str, str], sa_dir: Path) -> str | Non
 
 def _in_cluster(flags: ConfigFlags, environ: Mapping[str, str], sa_dir: Path,
                 timeout: float | None, headers: dict[str, str]) -> ClientConfig:
+    # start-up: offline
     from kubernetes.client import Configuration
     from kubernetes.config.config_exception import ConfigException
     from kubernetes.config.incluster_config import InClusterConfigLoader

@@ -6,6 +6,8 @@ depends on the number of kinds, not on the size of the cluster.
 
 from __future__ import annotations
 
+import json
+from concurrent.futures import ThreadPoolExecutor
 from typing import Iterable, Iterator
 
 from kubectl_dra.errors import ApiError, InputError
@@ -49,9 +51,9 @@ class ServedVersions:
 class LiveSource:
     """Objects from an API server, through one :class:`Session`."""
 
-    def __init__(self, session: Session):
+    def __init__(self, session: Session, served: ServedVersions | None = None):
         self.session = session
-        self._served: ServedVersions | None = None
+        self._served = served  # discovery, shared by sources of one session (a watch has its own source)
         self._continuing = False  # whether the request in flight carried a continue token
         self._executor = None  # the helper threads that fetch pages ahead
         self._primed: dict = {}  # (path, query) -> the first page, asked for early
@@ -81,7 +83,7 @@ class LiveSource:
         return inventory
 
     def _read_kind(self, request: ReadRequest, inventory: Inventory) -> None:
-        api_version = self._version(request, inventory)
+        api_version = self.api_version_of(request, inventory)
         if api_version is None:
             return
         objects: list = []
@@ -105,7 +107,7 @@ class LiveSource:
         """One kind's objects as their pages arrive, held by nobody here (problems and whether the
         kind was read go to ``inventory``). A list that starts over after an expired continue
         token does not yield an object twice."""
-        api_version = self._version(request, inventory)
+        api_version = self.api_version_of(request, inventory)
         if api_version is None:
             return
         seen: set[tuple[str | None, str]] = set()
@@ -126,7 +128,7 @@ class LiveSource:
             return
         inventory.read_kinds.add(request.model.KIND)
 
-    def _version(self, request: ReadRequest, inventory: Inventory) -> str | None:
+    def api_version_of(self, request: ReadRequest, inventory: Inventory) -> str | None:
         """The API version to list the kind in, or None after recording why it cannot be read."""
         model = request.model
         version = model.VERSIONS[0] if not model.GROUP else self.served().choose(model.GROUP, model.VERSIONS)
@@ -197,9 +199,9 @@ class LiveSource:
         keys of the pages asked for."""
         keys = []
         for request in requests:
-            api_version = self._version(request, Inventory())
+            api_version = self.api_version_of(request, Inventory())
             if api_version is not None:
-                path, first = self._first(request, api_version)
+                path, first = self.list_request(request, api_version)
                 key = (path, tuple(first))
                 earlier = self._primed.get(key)
                 if earlier is None or earlier.done() and earlier.exception() is not None:
@@ -209,13 +211,12 @@ class LiveSource:
 
     def _pool(self):
         if self._executor is None:
-            from concurrent.futures import ThreadPoolExecutor
-
             self._executor = ThreadPoolExecutor(max_workers=6, thread_name_prefix="kubectl-dra-page")
         return self._executor
 
     @staticmethod
-    def _first(request: ReadRequest, api_version: str) -> tuple[str, list[tuple[str, str]]]:
+    def list_request(request: ReadRequest, api_version: str) -> tuple[str, list[tuple[str, str]]]:
+        """The path and first-page query of a list (a watch of the same kind uses both, without ``limit``)."""
         model = request.model
         base = "/api/" + api_version if not model.GROUP else "/apis/" + api_version
         if model.NAMESPACED and request.namespace:
@@ -233,7 +234,7 @@ class LiveSource:
         """The pages of one kind as the server sent them (``limit`` 500, following ``continue``).
         While the caller parses one page, the next is fetched in a helper thread, so the server's
         time and ours overlap instead of adding up."""
-        path, first = self._first(request, api_version)
+        path, first = self.list_request(request, api_version)
         pool = self._pool()
         token = None
         pending = self._primed.pop((path, tuple(first)), None) or pool.submit(self.session.get_bytes, path, first)
@@ -255,8 +256,6 @@ class LiveSource:
 
 def _items(data: bytes, api_version: str, kind: str) -> list[dict]:
     """A page's items as dicts, for the tolerant path (each gets the list's apiVersion and kind)."""
-    import json
-
     try:
         page = json.loads(data)
     except ValueError:

@@ -1,4 +1,4 @@
-"""Snapshot files (DESIGN §4.1): reading a file or directory of objects, and writing one.
+"""Snapshot files (docs/contracts.md §5): reading a file or directory of objects, and writing one.
 
 A file holds one object, a ``kind: List`` or several YAML documents. Unknown kinds are ignored;
 a malformed file or invalid object is reported (file, position, reason) and the rest still loads.
@@ -10,6 +10,7 @@ import errno
 import json
 import os
 import re
+import shutil
 import stat
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +25,7 @@ from kubectl_dra.kube.reads import ReadRequest
 from kubectl_dra.kube.selectors import field_matcher, label_matcher, parse_field_selector
 from kubectl_dra.model.base import KubeObject
 from kubectl_dra.model.inventory import Inventory, Problem
-from kubectl_dra.model.registry import invalid_field_problems, parse_object
+from kubectl_dra.model.registry import invalid_field_problems, models, parse_object
 
 SUFFIXES = (".yaml", ".yml", ".json")
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -110,8 +111,6 @@ def file_name(model) -> str:
 def _unread_kinds(file: Path, text: str | None, written: bool) -> frozenset[str] | None:
     """Which kinds an unreadable file may have held: those its text names, the kind a written
     snapshot keeps under its name, else any (None)."""
-    from kubectl_dra.model.registry import models
-
     if text is not None:
         kinds = {k.removesuffix("List") or "List" for k in _KIND_WORD.findall(text)} - {"List"}
         if kinds:
@@ -393,8 +392,6 @@ def write_snapshot(directory: Path, objects_by_kind: dict[type[KubeObject], list
     """One ``kind: List`` file per kind, named ``<plural>.<group>.yaml``, plus the marker; returns
     the files. Written beside the target and renamed into place, so an earlier snapshot in
     ``directory`` is replaced whole and a failed write leaves it as it was."""
-    import shutil
-
     directory = Path(directory)
     directory.parent.mkdir(parents=True, exist_ok=True)
     staging = directory.parent / f".{directory.name}.new-{os.getpid()}"

@@ -3,9 +3,12 @@ kubectl resolves it). Both programs open their source here."""
 
 from __future__ import annotations
 
+import os
+import warnings
 from dataclasses import dataclass, field
 
 from kubectl_dra.kube.options import KubeOptions
+from kubectl_dra.kube.snapshot import SnapshotSource
 
 
 @dataclass
@@ -22,12 +25,10 @@ def open_source(kube: KubeOptions) -> Opened:
     namespace: without ``-n`` lists cover every namespace and a NAME is looked up in all of them
     (the names completion offers), which must then hold it once."""
     if kube.snapshot:
-        from kubectl_dra.kube.snapshot import SnapshotSource
-
         namespace = None if kube.all_namespaces else kube.namespace
         return Opened(SnapshotSource(kube.snapshot), namespace, namespace, live=False)
-    import os
 
+    # start-up: offline
     from kubectl_dra.kube.client import Session
     from kubectl_dra.kube.config import load_client_config
     from kubectl_dra.kube.live import LiveSource
@@ -38,8 +39,7 @@ def open_source(kube: KubeOptions) -> Opened:
     namespace = None if kube.all_namespaces else config.namespace
     notices = []
     if not config.configuration.verify_ssl:
-        import warnings
-
+        # start-up: offline
         import urllib3
 
         warnings.filterwarnings("ignore", category=urllib3.exceptions.InsecureRequestWarning)  # said once instead

@@ -22,6 +22,7 @@ from kubectl_dra.kube.live import LiveSource
 from kubectl_dra.kube.reads import ReadRequest
 from kubectl_dra.model.base import KubeObject
 from kubectl_dra.model.inventory import Inventory
+from kubectl_dra.model.registry import parse_object
 
 STREAM_SECONDS = 300  # timeoutSeconds of one watch request (client-go picks 5-10 minutes)
 READ_SLACK = 15.0  # seconds past timeoutSeconds before a silent stream counts as dropped
@@ -47,8 +48,7 @@ class KindWatch:
                  warn: Callable[[str], None] = lambda message: None):
         # a source of its own (same session, same discovery): a list records its resourceVersion
         # on the source, and the taint view lists other kinds meanwhile in another thread
-        self.source, self.request = LiveSource(source.session), request
-        self.source._served = source.served()
+        self.source, self.request = LiveSource(source.session, served=source.served()), request
         self.deadline, self.clock, self.sleep, self.warn = deadline, clock, sleep, warn
         self.known: dict[tuple[str | None, str], KubeObject] = {}
         self.version: str | None = None  # the resourceVersion to resume from
@@ -61,7 +61,7 @@ class KindWatch:
     def list(self) -> tuple[list[KubeObject], Inventory]:
         """The kind as it is now, and the inventory of the read (its problems, whether it was read)."""
         objects, inventory = self._take_list()
-        self.api_version = self.source._version(self.request, Inventory())
+        self.api_version = self.source.api_version_of(self.request, Inventory())
         self.readable = self.request.model.KIND in inventory.read_kinds
         return objects, inventory
 
@@ -134,7 +134,7 @@ class KindWatch:
         self.sleep(seconds)
 
     def _stream(self) -> Iterator[dict]:
-        path, first = self.source._first(self.request, self.api_version)
+        path, first = self.source.list_request(self.request, self.api_version)
         query = [q for q in first if q[0] != "limit"]
         seconds = STREAM_SECONDS
         if self.deadline is not None:
@@ -144,8 +144,6 @@ class KindWatch:
         return self.source.session.watch(path, query, timeout=seconds + READ_SLACK)
 
     def _event(self, kind: str | None, body: dict) -> WatchEvent | None:
-        from kubectl_dra.model.registry import parse_object
-
         body.setdefault("apiVersion", self.api_version)
         body.setdefault("kind", self.request.model.KIND)
         version = (body.get("metadata") or {}).get("resourceVersion")

@@ -52,6 +52,12 @@ def _to_quantity(value: Any) -> Any:
     raise ValueError(f"invalid quantity {value!r}: not a string")
 
 
+def to_quantity(value: Any) -> Quantity:
+    """A quantity as a view field reads one (text, or the int or float YAML made of it); raises
+    ValueError for anything else: for documents read without a view (overlay templates)."""
+    return _to_quantity(value)
+
+
 Qty = Annotated[Quantity, PlainValidator(_to_quantity), PlainSerializer(str, return_type=str)]
 """A Kubernetes quantity field: parsed exactly, printed canonically."""
 

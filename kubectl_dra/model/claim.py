@@ -8,11 +8,14 @@ the request (v1 nests them under ``exactly``).
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, ClassVar
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
 from pydantic import AfterValidator, Field
 
 from kubectl_dra.model.base import Condition, KubeObject, ResourceList, View, view
+
+if TYPE_CHECKING:
+    from kubectl_dra.model.pod import Pod
 
 RESOURCE_GROUP = "resource.k8s.io"
 RESOURCE_VERSIONS = ("v1", "v1beta2", "v1beta1")
@@ -25,6 +28,40 @@ _EXACT_FIELDS = ("deviceClassName", "selectors", "allocationMode", "count", "adm
 # ---- claims -------------------------------------------------------------------------------
 
 @view
+class CELDeviceSelector(View):
+    expression: str | None = None  # required by the API server; absent, the allocator's own error says so
+
+
+@view
+class DeviceSelector(View):
+    """A device class's or a request's selector; only ``cel`` exists (an empty one is an unsupported
+    selector type, which the allocator reports)."""
+
+    cel: CELDeviceSelector | None = None
+
+
+@view
+class DeviceToleration(View):
+    """A request's toleration of device taints (copied into the allocation result when allocated)."""
+
+    key: str = ""
+    operator: str = ""  # empty: Equal
+    value: str = ""
+    effect: str = ""  # empty: every effect
+    toleration_seconds: int | None = None
+
+
+@view
+class DeviceConstraint(View):
+    """``requests`` empty: every request of the claim; neither attribute set: an unsupported
+    constraint type, which the allocator reports."""
+
+    requests: list[str] = Field(default_factory=list)
+    match_attribute: str | None = None
+    distinct_attribute: str | None = None
+
+
+@view
 class CapacityRequirements(View):
     requests: ResourceList = Field(default_factory=dict)
 
@@ -32,12 +69,12 @@ class CapacityRequirements(View):
 @view
 class ExactDeviceRequest(View):
     device_class_name: str = ""
-    selectors: list[dict[str, Any]] = Field(default_factory=list)
+    selectors: list[DeviceSelector] = Field(default_factory=list)
     allocation_mode: str = "ExactCount"
     count: int | None = None
     admin_access: bool | None = None
     capacity: CapacityRequirements | None = None
-    tolerations: list[dict[str, Any]] = Field(default_factory=list)
+    tolerations: list[DeviceToleration] = Field(default_factory=list)
 
 
 @view
@@ -55,7 +92,7 @@ class DeviceRequest(View):
 @view
 class DeviceClaim(View):
     requests: list[DeviceRequest] = Field(default_factory=list)
-    constraints: list[dict[str, Any]] = Field(default_factory=list)
+    constraints: list[DeviceConstraint] = Field(default_factory=list)
     config: list[dict[str, Any]] = Field(default_factory=list)
 
 
@@ -73,7 +110,7 @@ class DeviceRequestAllocationResult(View):
     admin_access: bool | None = None
     share_id: str | None = Field(default=None, alias="shareID")
     consumed_capacity: ResourceList | None = None  # None ("nil map") differs from {} for the scheduler
-    tolerations: list[dict[str, Any]] = Field(default_factory=list)  # the request's, copied at allocation
+    tolerations: list[DeviceToleration] = Field(default_factory=list)  # the request's, copied at allocation
 
     @property
     def device_id(self) -> tuple[str, str, str]:
@@ -253,3 +290,11 @@ class ResourceClaimTemplate(KubeObject):
         if isinstance(spec, dict) and isinstance(spec.get("spec"), dict):
             raw = {**raw, "spec": {**spec, "spec": _normalize_claim_spec(spec["spec"])}}
         return raw
+
+
+def is_reserved_for_pod(claim: ResourceClaim, pod: Pod) -> bool:
+    """The kubelet's check (``resourceclaim.IsReservedForPod``): the pod's UID is listed, or its
+    PodGroup is (by name). In model, not claims/: taints/ asks it too, and claims/ imports taints/."""
+    group = pod.pod_group_name
+    return any(ref.uid == pod.uid or (group and ref.is_pod_group and ref.name == group)
+               for ref in claim.status.reserved_for)

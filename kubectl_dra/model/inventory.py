@@ -140,38 +140,5 @@ class Inventory:
                 index[k].append(obj)
         return index
 
-    def slice_device(self, driver: str, pool: str, device: str):
-        """The ResourceSlice and device an allocation result points at, or (None, None). Only a
-        pool's highest generation counts: a device left only in an outdated slice is gone."""
-        current, _, _ = self.index("devices", self._devices)
-        found = current.get((driver, pool, device))
-        return (found[0], found[1]) if found else (None, None)
-
-    def outdated_generation(self, driver: str, pool: str, device: str) -> tuple[int, int] | None:
-        """(generation it was last published in, the pool's current generation) for a device that
-        only an outdated slice still lists."""
-        current, outdated, highest = self.index("devices", self._devices)
-        found = outdated.get((driver, pool, device))
-        if found is None or (driver, pool, device) in current:
-            return None
-        return found[2], highest[(driver, pool)]
-
-    def _devices(self) -> tuple[dict, dict, dict]:
-        """(device -> (slice, device, generation) in the pool's highest generation; the same for
-        devices only an outdated slice lists, newest first; each pool's highest generation)."""
-        from kubectl_dra.pools.slices import current_generations, pool_key
-
-        slices = self.of_kind("ResourceSlice")
-        highest = current_generations(slices)
-        current, outdated = {}, {}
-        for rs in slices:
-            generation = rs.spec.pool.generation
-            target = current if generation == highest[pool_key(rs)] else outdated
-            for dev in rs.spec.devices:
-                key = (rs.spec.driver, rs.spec.pool.name, dev.name)
-                if target is current or generation > outdated.get(key, (None, None, -1))[2]:
-                    target[key] = (rs, dev, generation)
-        return current, outdated, highest
-
     def claims(self) -> list[ResourceClaim]:
         return self.of_kind("ResourceClaim")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import json
 import re
 from typing import Annotated, ClassVar, Union
 
@@ -33,6 +34,7 @@ class NodeEnforcementReportObject(KubeObject):
 def models() -> tuple[type[KubeObject], ...]:
     """Every kind the tool reads. Imported on first use: a command that reads one kind (a live
     ``claims`` list) does not pay for creating the view classes of the fifteen others."""
+    # start-up: light
     from kubectl_dra.model.karpenter import NodeClaim, NodeOverlay, NodePool
     from kubectl_dra.model.namespace import Namespace
     from kubectl_dra.model.node import Node
@@ -88,7 +90,7 @@ def invalid_field_problems(obj: KubeObject) -> list[str]:
 def parse_object(raw: dict, keep_raw: bool = True, view: type[KubeObject] | None = None) -> KubeObject | dict | None:
     """Turn one raw object into its view.
 
-    Returns ``None`` for kinds this tool does not read (they are ignored, as DESIGN §4.1 says),
+    Returns ``None`` for kinds this tool does not read (they are ignored, as docs/contracts.md §5.1 says),
     ``view``'s object for its kind when given (a lighter view of the same kind),
     the raw dict for our own kinds, and raises :class:`InputError` for a known kind in a version
     we do not know or that cannot be kept at all. An object with fields that do not validate is
@@ -164,8 +166,6 @@ def list_metadata(data: bytes) -> dict:
     """A list page's ``metadata`` (from its head when the server wrote it first, as it does)."""
     head = _HEAD.match(data[:4096])
     if head is not None:
-        import json
-
         try:
             meta = json.loads(head.group(1))
         except ValueError:

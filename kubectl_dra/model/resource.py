@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from kubectl_dra.model.base import Condition, KubeObject, Qty, View, view
-from kubectl_dra.model.claim import RESOURCE_GROUP, RESOURCE_VERSIONS
+from kubectl_dra.model.claim import RESOURCE_GROUP, RESOURCE_VERSIONS, DeviceSelector
 
 
 # ---- slices -------------------------------------------------------------------------------
@@ -39,9 +39,58 @@ class DeviceAttribute(View):
 
 
 @view
+class CapacityRequestPolicyRange(View):
+    min: Qty | None = None
+    max: Qty | None = None
+    step: Qty | None = None
+
+
+@view
+class CapacityRequestPolicy(View):
+    """How much of a consumable capacity one request may take (DRAConsumableCapacity): the
+    default, and either a range (with a step) or a list of valid values."""
+
+    default: Qty | None = None
+    valid_values: list[Qty] = Field(default_factory=list)
+    valid_range: CapacityRequestPolicyRange | None = None
+
+
+@view
 class DeviceCapacity(View):
     value: Qty
-    request_policy: dict[str, Any] | None = None
+    request_policy: CapacityRequestPolicy | None = None
+
+
+@view
+class Counter(View):
+    value: Qty
+
+
+@view
+class CounterSet(View):
+    """A slice's ``sharedCounters`` entry: what the pool's partitions draw from."""
+
+    name: str | None = None  # required by the API server; a set without one is ignored
+    counters: dict[str, Counter] = Field(default_factory=dict)
+
+
+@view
+class DeviceCounterConsumption(View):
+    """What a device takes from one counter set while allocated."""
+
+    counter_set: str = ""
+    counters: dict[str, Counter] = Field(default_factory=dict)
+    compatibility_groups: list[str] = Field(default_factory=list)  # DRADeviceCompatibilityGroups (alpha, off)
+
+
+@view
+class DeviceTaint(View):
+    """A taint on a device, from its slice or from a DeviceTaintRule."""
+
+    key: str = ""
+    value: str = ""
+    effect: str = ""
+    time_added: datetime | None = None
 
 
 @view
@@ -79,10 +128,10 @@ class Device(View):
     attributes: dict[str, DeviceAttribute] = Field(default_factory=dict)
     capacity: dict[str, DeviceCapacity] = Field(default_factory=dict)
     allow_multiple_allocations: bool | None = None
-    consumes_counters: list[dict[str, Any]] = Field(default_factory=list)
+    consumes_counters: list[DeviceCounterConsumption] = Field(default_factory=list)
     node_allocatable_resources: dict[str, NodeAllocatableResource] = Field(default_factory=dict)
     node_allocatable_resource_mappings: dict[str, NodeAllocatableResourceMapping] = Field(default_factory=dict)
-    taints: list[dict[str, Any]] = Field(default_factory=list)
+    taints: list[DeviceTaint] = Field(default_factory=list)
     binding_conditions: list[str] = Field(default_factory=list)
     binding_failure_conditions: list[str] = Field(default_factory=list)
     binds_to_node: bool | None = None
@@ -112,7 +161,7 @@ class ResourceSliceSpec(View):
     node_selector: dict[str, Any] | None = None
     per_device_node_selection: bool | None = None
     devices: list[Device] = Field(default_factory=list)
-    shared_counters: list[dict[str, Any]] = Field(default_factory=list)
+    shared_counters: list[CounterSet] = Field(default_factory=list)
 
 
 def _normalize_device(data: Any) -> Any:
@@ -156,7 +205,7 @@ class ResourceSlice(KubeObject):
 
 @view
 class DeviceClassSpec(View):
-    selectors: list[dict[str, Any]] = Field(default_factory=list)
+    selectors: list[DeviceSelector] = Field(default_factory=list)
     config: list[dict[str, Any]] = Field(default_factory=list)
     extended_resource_name: str | None = None
 
@@ -184,14 +233,6 @@ class DeviceTaintSelector(View):
     def matches(self, driver: str, pool: str, device: str) -> bool:
         return (self.driver is None or self.driver == driver) and (self.pool is None or self.pool == pool) \
             and (self.device is None or self.device == device)
-
-
-@view
-class DeviceTaint(View):
-    key: str = ""
-    value: str = ""
-    effect: str = ""
-    time_added: datetime | None = None
 
 
 @view

@@ -1,43 +1,24 @@
 """``kubectl dra explain node``: devices, allocations, DRA totals, and overlay predictions vs reality."""
-
 from __future__ import annotations
 
 import re
-
-from typing import Any
-
-from pydantic import Field
-
 from kubectl_dra.allocatable.entries import from_status
 from kubectl_dra.allocatable.requests import add_into, difference, pod_requests
-from kubectl_dra.document import Document, Finding, Part
+from kubectl_dra.document import Finding
 from kubectl_dra.model.inventory import Inventory
 from kubectl_dra.model.karpenter import NodeClaim, NodeOverlay, NodePool
 from kubectl_dra.model.node import Node
 from kubectl_dra.model.claim import ResourceClaim
 from kubectl_dra.model.resource import ResourceSlice
-from kubectl_dra.overlays.engine import evaluate, slices_for_node
+from kubectl_dra.overlays.explain import evaluate, slices_for_node
 from kubectl_dra.overlays.templates import compare_slices
 from kubectl_dra.pools.slices import for_node
 from kubectl_dra.quantity import Quantity
 from kubectl_dra.verify.crosscheck import pods_on
+from kubectl_dra.nodes.document import ClaimOnNode, DeviceSummary, NodeExplanation, NodeRef, PodOnNode, SliceSummary
 
 NODEPOOL_LABEL = "karpenter.sh/nodepool"
 TYPE_LABEL = "node.kubernetes.io/instance-type"
-
-
-class DeviceSummary(Part):
-    name: str
-    node_allocatable: dict[str, dict[str, str]] = Field(default_factory=dict)
-    allocated_to: list[str] = Field(default_factory=list)  # namespace/claim
-
-
-class SliceSummary(Part):
-    name: str
-    driver: str
-    pool: str
-    devices: list[DeviceSummary] = Field(default_factory=list)
-    reached_by: str = "nodeName"  # nodeName | allNodes | nodeSelector | perDeviceNodeSelection
 
 
 def _reached_by(rs: ResourceSlice, node_name: str) -> str:
@@ -47,44 +28,6 @@ def _reached_by(rs: ResourceSlice, node_name: str) -> str:
     if spec.all_nodes:
         return "allNodes"
     return "nodeSelector" if spec.node_selector is not None else "perDeviceNodeSelection"
-
-
-class ClaimOnNode(Part):
-    namespace: str
-    name: str
-    devices: list[str]
-    pods: list[str]
-
-
-class PodOnNode(Part):
-    namespace: str
-    name: str
-    requests: dict[str, str]
-    dra: dict[str, str] = Field(default_factory=dict)
-    unknown: str | None = None  # why the requests could not be computed
-
-
-class NodeRef(Part):
-    name: str
-    node_pool: str | None = None
-    instance_type: str | None = None
-    zone: str | None = None
-    capacity: dict[str, str] = Field(default_factory=dict)
-    allocatable: dict[str, str] = Field(default_factory=dict)
-
-
-class NodeExplanation(Document):
-    kind: str = "NodeExplanation"
-    node: NodeRef
-    resource_slices: list[SliceSummary] = Field(default_factory=list)
-    claims: list[ClaimOnNode] = Field(default_factory=list)
-    pods: list[PodOnNode] = Field(default_factory=list)
-    requested: dict[str, str] = Field(default_factory=dict)  # what the scheduler counts on the node
-    dra: dict[str, str] = Field(default_factory=dict)  # the DRA part of it
-    free: dict[str, str] = Field(default_factory=dict)  # allocatable - requested
-    overlays: list[dict[str, Any]] = Field(default_factory=list)  # overlays matching its NodePool x type
-    predicted_resource_slices: list[dict[str, Any]] = Field(default_factory=list)  # proposal
-    findings: list[Finding] = Field(default_factory=list)
 
 
 def explain_node(node: Node, inventory: Inventory, instance_types, gate_enabled: bool | None) -> NodeExplanation:
@@ -138,7 +81,7 @@ def explain_node(node: Node, inventory: Inventory, instance_types, gate_enabled:
                                    requests={k: str(v) for k, v in sorted(with_dra.items())},
                                    dra={k: str(v) for k, v in sorted(dra.items())}))
     if pods:  # every pod takes one of the node's pod slots, whatever it requests
-        requested["pods"] = Quantity.parse(str(len(pods)))
+        requested["pods"] = Quantity.from_int(len(pods))
     if unknown:
         findings.append(Finding(code="PodRequestsUnknown", severity="warning", object=ref,
                                 message=f"the requests of {', '.join(unknown)} are unknown (an invalid field, see "

@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+import yaml
+
 from kubectl_dra.text import plural
 
 KIND = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.\-]*/[A-Za-z0-9][A-Za-z0-9_.\-]*$")
@@ -24,8 +26,6 @@ class SpecError(ValueError):
 
 def parse_spec(text: str) -> tuple[str, list[str]]:
     """(kind, device names) of one spec file's text (JSON is YAML)."""
-    import yaml
-
     try:
         doc = yaml.safe_load(text)
     except yaml.YAMLError as exc:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from kubectl_dra.claims.reservations import is_reserved_for_pod
+from kubectl_dra.model.claim import is_reserved_for_pod
 from kubectl_dra.document import Finding
 from kubectl_dra.model.pod import Pod
 from kubectl_dra.model.claim import ResourceClaim

@@ -1,4 +1,4 @@
-"""Instance types, the input Karpenter matches overlays against (DESIGN §4.4).
+"""Instance types, the input Karpenter matches overlays against (docs/contracts.md §6).
 
 Karpenter gets them from its cloud provider; they are not API objects. They come from an
 ``InstanceTypeCatalog`` document, or, without one, are inferred from the NodeClaims and Nodes that

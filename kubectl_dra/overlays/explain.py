@@ -1,93 +1,66 @@
-"""``kubectl dra overlays``: the result document (DESIGN §4.3 ``OverlayExplanation``).
-
-Besides the required keys it says what Karpenter's own status cannot: which overlay an overlay
-conflicts with, which overlay set each offering's price and each capacity key, which overlays
-are shadowed, and what the proposed DRA templates would publish (marked ``proposal``).
-"""
+"""Explain NodeOverlays: run the evaluation (``engine.py``), add its findings (``findings.py``) and
+return the result document (``document.py``); also the slices the templates predict for one node,
+and whether every name a filter flag gives exists."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
-
-from pydantic import Field
-
-from kubectl_dra.document import Document, Finding, Part
-
-OverlayStatus = Literal["Ready", "Conflict", "RuntimeValidation"]
-
-
-class OverlayMatch(Part):
-    node_pool: str
-    instance_type: str
+from kubectl_dra.errors import NotFoundError
+from kubectl_dra.gcpause import gc_paused
+from kubectl_dra.model.inventory import Inventory
+from kubectl_dra.model.karpenter import NodeOverlay, NodePool
+from kubectl_dra.overlays.catalog import InstanceType
+from kubectl_dra.overlays.document import OverlayExplanation
+from kubectl_dra.overlays.engine import _Evaluation
+from kubectl_dra.overlays.findings import OverlayFindings
+from kubectl_dra.overlays.templates import predict_slices
 
 
-class KarpenterStatus(Part):
-    """What the object's own ``Ready`` condition says (Karpenter's verdict, possibly stale)."""
-
-    status: str
-    reason: str = ""
-    message: str = ""
-    observed_generation: int | None = None
-
-
-class OverlayView(Part):
-    name: str
-    weight: int | None  # as written; unset sorts as 0
-    order: int  # 1 = processed first (weight descending, then name descending)
-    status: OverlayStatus
-    message: str
-    conflicts_with: list[str] = Field(default_factory=list)
-    matches: list[OverlayMatch] = Field(default_factory=list)
-    sets: list[str] = Field(default_factory=list)  # price, priceAdjustment, capacity, dynamicResources
-    shadowed_by: list[str] = Field(default_factory=list)  # won a slot this overlay also targets
-    undetected_conflicts_with: list[str] = Field(default_factory=list)
-    errors: list[str] = Field(default_factory=list)
-    karpenter_status: KarpenterStatus | None = None
+def slices_for_node(overlays: list[NodeOverlay], nodepools: list[NodePool], instance_types: list[InstanceType], *,
+                    nodepool: str, instance_type: str, node_name: str, node_labels: dict[str, str],
+                    gate_enabled: bool | None = None) -> list[dict]:
+    """PROPOSAL: the ResourceSlices the overlay templates predict for one real node (for
+    ``explain node``): named after the node, ``matchLabelKeys`` resolved from its labels. Empty
+    when the gate is off or the node's (NodePool, instance type) is not in the input."""
+    if gate_enabled is False:
+        return []
+    with gc_paused():
+        ev = _Evaluation(list(overlays), list(nodepools), list(instance_types), gate_enabled)
+        ev.run()
+        ctx = next((c for c in ev.contexts if c.pool.name == nodepool and c.it.name == instance_type), None)
+        merged = ev.drivers.merged(ctx.index) if ctx is not None else {}
+        return predict_slices(ctx.it, ctx.pool, merged, node_labels, node_name) if merged else []
 
 
-class OfferingView(Part):
-    zone: str | None
-    capacity_type: str | None
-    base_price: float | None  # None: unknown (instance type inferred from the cluster)
-    price: float | None
-    overlay: str | None  # the overlay that set the price, if any
-    available: bool = True
-    requirements: dict[str, list[str]] | None = None  # provider keys beyond zone and capacity type
+def evaluate(overlays: list[NodeOverlay], nodepools: list[NodePool], instance_types: list[InstanceType], *,
+             gate_enabled: bool | None = None) -> OverlayExplanation:
+    """Which overlays apply where, and the prices, capacity and (proposed) slices that result.
+
+    ``gate_enabled`` is the NodeOverlay feature gate: False means Karpenter applies nothing
+    (results keep the provider's values and show the overlays' effect under ``ifEnabled``),
+    None means unknown (evaluated as if on).
+    """
+    with gc_paused():
+        ev = _Evaluation(list(overlays), list(nodepools), list(instance_types), gate_enabled)
+        ev.run()
+        return OverlayExplanation.model_construct(
+            feature_gate=gate_enabled,
+            overlays=ev.overlay_views(),
+            instance_types=ev.instance_type_views(),
+            findings=OverlayFindings(ev).build(),
+        )
 
 
-class InstanceTypeEffect(Part):
-    """What the overlays would do to one instance type in one NodePool."""
-
-    offerings: list[OfferingView]
-    capacity: dict[str, str]
-    capacity_overlays: dict[str, str] = Field(default_factory=dict)
-    allocatable_memory: str | None = None
-    resource_slices: list[dict[str, Any]] = Field(default_factory=list)
-
-
-class InstanceTypeView(Part):
-    node_pool: str
-    name: str
-    source: Literal["catalog", "inferred"] = "catalog"
-    offerings: list[OfferingView]
-    capacity: dict[str, str]
-    capacity_overlays: dict[str, str] = Field(default_factory=dict)
-    replaced_capacity: dict[str, str] = Field(default_factory=dict)  # provider value an overlay replaced
-    allocatable_memory: str | None = None  # capacity memory - overhead (when known) - hugepages-*
-    allocatable_memory_before_overlays: str | None = None  # only when overlays change it
-    resource_slices: list[dict[str, Any]] = Field(default_factory=list)  # proposal: true on each
-    if_enabled: InstanceTypeEffect | None = None  # set when the NodeOverlay feature gate is off
-
-
-class OverlayExplanation(Document):
-    kind: str = "OverlayExplanation"
-    feature_gate: bool | None = None  # NodeOverlay gate: True/False, None when unknown
-    overlays: list[OverlayView] = Field(default_factory=list)
-    instance_types: list[InstanceTypeView] = Field(default_factory=list)
-    findings: list[Finding] = Field(default_factory=list)
-
-    def overlay(self, name: str) -> OverlayView | None:
-        return next((o for o in self.overlays if o.name == name), None)
-
-    def instance_type(self, node_pool: str, name: str) -> InstanceTypeView | None:
-        return next((t for t in self.instance_types if t.node_pool == node_pool and t.name == name), None)
+def unknown_name(inventory: Inventory, instance_types: list[InstanceType], *, nodepools=(), overlays=(),
+                 instance_type_names=()) -> NotFoundError | None:
+    """The first filter flag that names something the input does not hold: an unknown name would
+    filter everything away and read as "no rows", so it is "not found" (exit 3), naming what exists."""
+    flags = [("NodePool", "--nodepool", nodepools, {p.name for p in inventory.all(NodePool)}),
+             ("NodeOverlay", "--overlay", overlays, {o.name for o in inventory.all(NodeOverlay)}),
+             ("instance type", "--instance-type", instance_type_names, {t.name for t in instance_types})]
+    for what, flag, given, known in flags:
+        missing = sorted(set(given) - known)
+        if missing:
+            names = ", ".join(sorted(known)) or "none"
+            quoted = ", ".join(f'"{m}"' for m in missing)
+            return NotFoundError(f"{flag}: {what} {quoted} not found (there are: {names})")
+    return None

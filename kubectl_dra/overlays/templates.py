@@ -14,6 +14,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Hashable, Iterable
 
+from kubectl_dra.model.base import to_quantity
 from kubectl_dra.model.resource import ResourceSlice
 from kubectl_dra.quantity import Quantity
 from kubectl_dra.text import plural
@@ -299,10 +300,8 @@ def _attribute_value(value: Any) -> tuple[str, Any] | None:
 
 def _capacity_value(value: Any) -> Quantity | None:
     raw = value.get("value") if isinstance(value, dict) else value
-    if isinstance(raw, Quantity):
-        return raw
     try:
-        return Quantity.parse(str(raw))
+        return to_quantity(raw)
     except ValueError:
         return None
 

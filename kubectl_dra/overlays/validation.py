@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+from kubectl_dra.labels import label_value_errors, qualified_name_errors
 from kubectl_dra.model.karpenter import NodeOverlay, NodeSelectorRequirement
 from kubectl_dra.overlays.requirements import (
     BOUND_OPERATORS, CAPACITY_TYPE, HOSTNAME, IN, NOT_IN, OPERATORS, WELL_KNOWN_LABELS, normalize_key, parse_int,
@@ -31,62 +32,6 @@ PRICE_ADJUSTMENT = re.compile(
     r"|-100%",                # or exactly -100%
     re.ASCII,
 )
-
-_NAME_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
-_NAME = re.compile(_NAME_FMT, re.ASCII)
-_NAME_MSG = ("must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
-             "alphanumeric character")
-_DNS1123_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
-_DNS1123 = re.compile(_DNS1123_FMT, re.ASCII)
-_LABEL_VALUE_FMT = "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?"
-_LABEL_VALUE = re.compile(_LABEL_VALUE_FMT, re.ASCII)
-
-
-def _regex_error(msg: str, fmt: str, *examples: str) -> str:
-    """apimachinery's wording, double space included, so the text matches what users search for."""
-    shown = " or ".join(f"'{e}', " for e in examples)
-    return f"{msg} (e.g. {shown}regex used for validation is '{fmt}')"
-
-
-def qualified_name_errors(key: str) -> list[str]:
-    """apimachinery ``IsQualifiedName``: optional DNS-subdomain prefix, a name part of ≤63 characters."""
-    parts = key.split("/")
-    errors = []
-    if len(parts) == 1:
-        name = parts[0]
-    elif len(parts) == 2:
-        prefix, name = parts
-        if not prefix:
-            errors.append("prefix part must be non-empty")
-        else:
-            if len(prefix) > 253:
-                errors.append("prefix part must be no more than 253 characters")
-            if not _DNS1123.fullmatch(prefix):
-                errors.append("prefix part " + _regex_error(
-                    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
-                    "'.', and must start and end with an alphanumeric character", _DNS1123_FMT, "example.com"))
-    else:
-        return ["a qualified name " + _regex_error(_NAME_MSG, _NAME_FMT, "MyName", "my.name", "123-abc")
-                + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"]
-    if not name:
-        errors.append("name part must be non-empty")
-    elif len(name) > 63:
-        errors.append("name part must be no more than 63 characters")
-    if not _NAME.fullmatch(name):
-        errors.append("name part " + _regex_error(_NAME_MSG, _NAME_FMT, "MyName", "my.name", "123-abc"))
-    return errors
-
-
-def label_value_errors(value: str) -> list[str]:
-    errors = []
-    if len(value) > 63:
-        errors.append("must be no more than 63 characters")
-    if not _LABEL_VALUE.fullmatch(value):
-        errors.append(_regex_error(
-            "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and "
-            "must start and end with an alphanumeric character", _LABEL_VALUE_FMT, "MyValue", "my_value", "12345"))
-    return errors
-
 
 def restricted_label_error(key: str) -> str | None:
     """Karpenter ``IsRestrictedLabel``: the karpenter.sh domain and the hostname label are reserved."""
@@ -113,9 +58,11 @@ def requirement_errors(req: NodeSelectorRequirement) -> list[str]:
     if known and req.operator == IN and req.values and not any(v in known for v in req.values):
         errors.append(f"no valid values found in [{' '.join(req.values)}] for {key}, expected one of: "
                       f"[{' '.join(known)}], got: [{' '.join(req.values)}]")
-    errors.extend(f"key {key} is not a qualified name, {e}" for e in qualified_name_errors(key))
+    errors.extend(f"key {key} is not a qualified name, {e}"
+                  for e in qualified_name_errors(key, what="a qualified name", unit="characters"))
     for value in req.values:
-        errors.extend(f"invalid value {value} for key {key}, {e}" for e in label_value_errors(value))
+        errors.extend(f"invalid value {value} for key {key}, {e}"
+                      for e in label_value_errors(value, unit="characters"))
     if req.operator in (IN, NOT_IN) and not req.values:
         errors.append(f"key {key} with operator {req.operator} must have a value defined")
     if req.operator in BOUND_OPERATORS:

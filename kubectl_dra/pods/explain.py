@@ -1,71 +1,19 @@
 """``kubectl dra explain pod``: claims -> devices -> DRA amounts -> pod and container cgroups."""
-
 from __future__ import annotations
-
-from typing import Literal
-
-from pydantic import Field
 
 from kubectl_dra.allocatable.entries import ClaimEntry, compare, compute_entry, from_status, pod_claim_objects
 from kubectl_dra.allocatable.requests import container_dra, difference, pod_requests
 from kubectl_dra.cgroups.options import NodeOptions
-from kubectl_dra.cgroups.predict import ContainerCgroup, CgroupFiles, predict_pod
+from kubectl_dra.cgroups.predict import predict_pod
 from kubectl_dra.claims.findings import where_missing
-from kubectl_dra.claims.reservations import is_reserved_for_pod
-from kubectl_dra.allocation.result import Allocation
-from kubectl_dra.document import Document, Finding, Part
+from kubectl_dra.model.claim import is_reserved_for_pod
+from kubectl_dra.document import Finding
 from kubectl_dra.model.inventory import Inventory
+from kubectl_dra.pools.slices import slice_device
 from kubectl_dra.model.pod import Pod
 from kubectl_dra.model.claim import ResourceClaim
-from kubectl_dra.scheduling.explain import Scheduling
-
-
-class PodRef(Part):
-    namespace: str
-    name: str
-    uid: str
-    node: str | None = None
-    qos_class: str
-    phase: str | None = None
-
-
-class ClaimAmounts(Part):
-    name: str  # ResourceClaim object name
-    pod_claim_name: str | None = None
-    containers: list[str] = Field(default_factory=list)
-    mapping: dict[str, str] = Field(default_factory=dict)
-    overhead: dict[str, dict[str, str]] = Field(default_factory=dict)
-    source: Literal["podStatus", "computed"]
-    generation: str = "v1.37"
-    devices: list[str] = Field(default_factory=list)
-    resources: dict[str, str] = Field(default_factory=dict)  # 1.36 shape, when recorded so
-    kubelet_applies: bool = True
-
-
-class SchedulerView(Part):
-    requests: dict[str, str] = Field(default_factory=dict)
-    dra: dict[str, str] = Field(default_factory=dict)  # the part of requests that DRA adds
-    note: str | None = None  # why requests are empty or unknown (never silently empty)
-
-
-class CgroupsView(Part):
-    pod: CgroupFiles
-    containers: list[ContainerCgroup] = Field(default_factory=list)
-    exclusive_cpus: dict[str, str] = Field(default_factory=dict)  # container -> cpuset ("" = the policy's rule)
-    unknown: str | None = None  # why no value can be predicted
-
-
-class PodExplanation(Document):
-    kind: str = "PodExplanation"
-    pod: PodRef
-    claims: list[ClaimAmounts] = Field(default_factory=list)
-    scheduler: SchedulerView
-    cgroups: CgroupsView
-    findings: list[Finding] = Field(default_factory=list)
-    node_options: NodeOptions
-    node_options_source: dict[str, str] = Field(default_factory=dict)  # option -> flag | node | default
-    allocation: Allocation | None = None  # an unbound pod: what the allocator would do with its claims now
-    scheduling: "Scheduling | None" = None  # an unbound pod: every filter the scheduler runs, node by node
+from kubectl_dra.taints.explain import claim_taints, health_findings
+from kubectl_dra.pods.document import CgroupsView, ClaimAmounts, PodExplanation, PodRef, SchedulerView
 
 
 def _amounts(entry: ClaimEntry, devices: list[str], kubelet: bool) -> ClaimAmounts:
@@ -109,7 +57,7 @@ def explain_pod(pod: Pod, inventory: Inventory, options: NodeOptions,
         devices = [f"{r.driver}/{r.pool}/{r.device}" for r in
                    (claim.status.allocation.devices.results if claim.status.allocation else [])]
         for result in claim.status.allocation.devices.results if claim.status.allocation else []:
-            if inventory.slice_device(result.driver, result.pool, result.device)[1] is None \
+            if slice_device(inventory, result.driver, result.pool, result.device)[1] is None \
                     and "ResourceSlice" in inventory.read_kinds:
                 add("AllocatedDeviceMissing", "error", f"device {result.driver}/{result.pool}/{result.device} "
                     f"of claim {name} is {where_missing(inventory, result.driver, result.pool, result.device)}; "
@@ -272,9 +220,6 @@ def _pod_level_findings(pod: Pod, entries: list[ClaimEntry], add) -> None:
 def _device_findings(pod: Pod, inventory: Inventory) -> list[Finding]:
     """Taints on the devices of the pod's allocated claims (what they do to it) and the devices its
     kubelet reports Unhealthy."""
-    from kubectl_dra.model.claim import ResourceClaim
-    from kubectl_dra.taints.explain import claim_taints, health_findings
-
     out: list[Finding] = []
     for name in sorted({n for n in pod.referenced_claim_names().values() if n}):
         claim = inventory.get(ResourceClaim, pod.namespace, name)

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from kubectl_dra.scheduling.labels import label_value_errors, parse_int64, qualified_name_errors
+from kubectl_dra.labels import label_value_errors, parse_int64, qualified_name_errors
 
 LABEL_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
 FIELD_OPERATORS = ("In", "NotIn")
@@ -28,7 +28,7 @@ class NodeSelectorError(ValueError):
 
 
 def label_key_valid(key: str) -> bool:
-    """apimachinery ``content.IsLabelKey`` (one implementation: kubectl_dra/scheduling/labels.py)."""
+    """apimachinery ``content.IsLabelKey`` (one implementation: kubectl_dra/labels.py)."""
     return not qualified_name_errors(key)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
+from kubectl_dra.model.inventory import Inventory
 from kubectl_dra.model.resource import Device, ResourceSlice
 from kubectl_dra.pools.nodeselector import NodeSelectorError, node_selector_matches
 
@@ -36,6 +37,40 @@ def current_slices(slices: Iterable[ResourceSlice]) -> list[ResourceSlice]:
     slices = list(slices)
     highest = current_generations(slices)
     return [rs for rs in slices if rs.spec.pool.generation == highest[pool_key(rs)]]
+
+
+def slice_device(inventory: Inventory, driver: str, pool: str, device: str):
+    """The ResourceSlice and device an allocation result points at, or (None, None). Only a
+    pool's highest generation counts: a device left only in an outdated slice is gone."""
+    current, _, _ = inventory.index("devices", lambda: _devices(inventory))
+    found = current.get((driver, pool, device))
+    return (found[0], found[1]) if found else (None, None)
+
+
+def outdated_generation(inventory: Inventory, driver: str, pool: str, device: str) -> tuple[int, int] | None:
+    """(generation it was last published in, the pool's current generation) for a device that
+    only an outdated slice still lists."""
+    current, outdated, highest = inventory.index("devices", lambda: _devices(inventory))
+    found = outdated.get((driver, pool, device))
+    if found is None or (driver, pool, device) in current:
+        return None
+    return found[2], highest[(driver, pool)]
+
+
+def _devices(inventory: Inventory) -> tuple[dict, dict, dict]:
+    """(device -> (slice, device, generation) in the pool's highest generation; the same for
+    devices only an outdated slice lists, newest first; each pool's highest generation)."""
+    slices = inventory.of_kind("ResourceSlice")
+    highest = current_generations(slices)
+    current, outdated = {}, {}
+    for rs in slices:
+        generation = rs.spec.pool.generation
+        target = current if generation == highest[pool_key(rs)] else outdated
+        for dev in rs.spec.devices:
+            key = (rs.spec.driver, rs.spec.pool.name, dev.name)
+            if target is current or generation > outdated.get(key, (None, None, -1))[2]:
+                target[key] = (rs, dev, generation)
+    return current, outdated, highest
 
 
 def reaches(node_name: str, labels: Mapping[str, str], name: str | None, all_nodes: bool | None,

@@ -3,7 +3,7 @@ request its candidates and the rejected devices grouped by reason."""
 
 from __future__ import annotations
 
-from kubectl_dra.allocation.result import Allocation
+from kubectl_dra.allocation.document import Allocation
 from kubectl_dra.printers.style import Style
 from kubectl_dra.text import plural
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kubectl_dra.claims.explain import ClaimExplanation
+from kubectl_dra.claims.document import ClaimExplanation
 from kubectl_dra.printers.allocation import allocation_lines
 from kubectl_dra.printers.findings import findings_lines
 from kubectl_dra.printers.style import Style
@@ -42,7 +42,8 @@ def claim_tree(result: ClaimExplanation, style: Style) -> str:
             lines.append(f"    condition {cond['type']}={cond['status']} {cond.get('reason') or ''}".rstrip())
         for taint in d.taints:
             value = f"={taint['value']}" if taint.get("value") else ""
-            lines.append(f"    taint {taint['key']}{value}:{taint['effect']} ({taint.get('source', 'slice')}"
+            effect = taint.get("effect") or "<unknown>"  # the API requires one: empty, it did not validate
+            lines.append(f"    taint {taint.get('key', '')}{value}:{effect} ({taint.get('source', 'slice')}"
                          + (f", since {taint['timeAdded']}" if taint.get("timeAdded") else "") + ")")
         if d.network_data:
             lines.append("    network: " + " ".join(f"{k}={scalar(v)}" for k, v in d.network_data.items()))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kubectl_dra.nodes.explain import NodeExplanation
+from kubectl_dra.nodes.document import NodeExplanation
 from kubectl_dra.printers.findings import findings_lines
 from kubectl_dra.printers.style import Style
 from kubectl_dra.text import wrap_lines

@@ -7,7 +7,7 @@ overlay sets and in which order, are -o wide's."""
 
 from __future__ import annotations
 
-from kubectl_dra.overlays.explain import OverlayExplanation
+from kubectl_dra.overlays.document import OverlayExplanation
 from kubectl_dra.printers.findings import findings_lines
 from kubectl_dra.printers.output import Printed
 from kubectl_dra.printers.style import Style

@@ -6,7 +6,7 @@ files."""
 
 from __future__ import annotations
 
-from kubectl_dra.pods.explain import PodExplanation
+from kubectl_dra.pods.document import PodExplanation
 from kubectl_dra.printers.allocation import allocation_lines
 from kubectl_dra.printers.findings import findings_lines
 from kubectl_dra.printers.nodeoptions import node_options_line

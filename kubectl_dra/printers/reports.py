@@ -7,10 +7,11 @@ then said in words below the table (not with --no-headers, whose output is for p
 
 from __future__ import annotations
 
+from kubectl_dra.printers.nodeoptions import node_options_line
 from kubectl_dra.printers.style import Style
 from kubectl_dra.printers.table import Column, cell, render
-from kubectl_dra.verify.report import NodeEnforcementReport
 from kubectl_dra.text import plural, wrap_lines
+from kubectl_dra.verify.report import NodeEnforcementReport
 
 DIVERGENCE_COLUMNS = [Column("NODE", wide_only=True), Column("NAMESPACE"), Column("POD"), Column("CONTAINER"),
                       Column("FILE"), Column("EXPECTED"), Column("OBSERVED"), Column("CAUSE"), Column("SEVERITY", wide_only=True)]
@@ -94,8 +95,6 @@ def summary_line(reports: list[NodeEnforcementReport]) -> str:
 
 def options_lines(reports: list[NodeEnforcementReport]) -> list[str]:
     """Per node, the node options its prediction used and where each came from."""
-    from kubectl_dra.printers.nodeoptions import node_options_line
-
     return wrap_lines([f"{r.metadata.name}: {node_options_line(r.status.node_options, r.status.node_options_source)}"
                        for r in reports if r.status.node_options])
 

@@ -4,12 +4,12 @@ fits and why not in the scheduler's words, with the numbers behind each reason."
 from __future__ import annotations
 
 from kubectl_dra.printers.style import Style
-from kubectl_dra.scheduling.explain import NodeScheduling, ReasonEvidence, Scheduling
+from kubectl_dra.scheduling.document import Evidence, NodeScheduling, Scheduling
 
 SHOW_NODES = 20  # nodes listed before "+N more" (every node is in -o json)
 
 
-def _numbers(e: ReasonEvidence) -> str:
+def _numbers(e: Evidence) -> str:
     if e.resource is None:
         return e.detail or ""
     asked = e.requested or "?"

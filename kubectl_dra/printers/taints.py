@@ -14,7 +14,7 @@ from kubectl_dra.printers.output import Printed
 from kubectl_dra.printers.style import Style
 from kubectl_dra.printers.table import Column, cell, render
 from kubectl_dra.printers.claims import EVENT_COLUMN
-from kubectl_dra.taints.explain import TaintedDevice, TaintExplanation
+from kubectl_dra.taints.document import TaintedDevice, TaintExplanation
 from kubectl_dra.text import wrap_lines
 
 EFFECT_ORDER = {"NoExecute": 0, "NoSchedule": 1}  # the strongest effect decides what happens to the pods
@@ -27,7 +27,10 @@ def device_rows(device: TaintedDevice, *, wide: bool = False) -> list[list[str]]
     """One device's rows: one per claim allocated it, or one saying no claim has it."""
     rows = []
     taints = [f"{t.key}={t.value}:{t.effect}" if t.value else f"{t.key}:{t.effect}" for t in device.taints]
-    effects = sorted({t.effect for t in device.taints}, key=lambda e: EFFECT_ORDER.get(e, len(EFFECT_ORDER)))[:1]
+    effects = sorted({t.effect for t in device.taints if t.effect},
+                     key=lambda e: EFFECT_ORDER.get(e, len(EFFECT_ORDER)))[:1]
+    if device.unknown and not effects:
+        effects = "<unknown>"  # a taint whose effect did not validate might have any effect
     sources = sorted({t.source for t in device.taints})
     since = sorted({t.time_added for t in device.taints if t.time_added})
     common = [device.device, device.node or "<none>", effects, taints]

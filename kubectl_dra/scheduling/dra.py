@@ -14,7 +14,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from kubectl_dra.allocatable.entries import compute_entry
+from kubectl_dra.allocatable.requests import aggregate, container_dra, dra_total, is_pod_level_resource, pod_requests
+from kubectl_dra.allocation.allocator import Allocator
+from kubectl_dra.allocation.explain import not_on_node, pod_claims, rule_taints, slice_index
+from kubectl_dra.allocation.gather import gather
+from kubectl_dra.allocation.state import AllocatedState
+from kubectl_dra.model.claim import ResourceClaim, is_reserved_for_pod
+from kubectl_dra.model.resource import DeviceClass, ResourceSlice
+from kubectl_dra.pools.slices import slice_device
+from kubectl_dra.scheduling.fit import fits_resources, insufficient_status
 from kubectl_dra.scheduling.framework import Cycle, Evidence, NodeInfo, Plugin, PreFilterResult, Status
+from kubectl_dra.scheduling.resources import to_resource
 
 # the scheduler's words (dynamicresources.go, nodeallocatabledynamicresources.go at v1.37.2)
 NOT_AVAILABLE = "resourceclaim not available on the node"
@@ -51,8 +62,6 @@ class DynamicResources(Plugin):
                     "the pod requests an extended resource that a DeviceClass provides through DRA "
                     "(DRAExtendedResource); that allocation is not modelled"))
             return PreFilterResult(Status("Skip"))
-        from kubectl_dra.allocation.explain import pod_claims
-        from kubectl_dra.model.resource import DeviceClass
 
         inventory = cycle.inventory
         pending, allocated, problems = pod_claims(pod, inventory)
@@ -80,12 +89,6 @@ class DynamicResources(Plugin):
         for claim in allocated:
             state.mapped[claim.uid] = _has_mapped_device(claim, inventory)
         if pending:
-            from kubectl_dra.allocation.allocator import Allocator
-            from kubectl_dra.allocation.explain import rule_taints, slice_index
-            from kubectl_dra.allocation.state import AllocatedState
-            from kubectl_dra.model.claim import ResourceClaim
-            from kubectl_dra.model.resource import ResourceSlice
-
             skip = {c.uid for c in pending}
             allocated_state = AllocatedState.of(inventory.all(ResourceClaim), skip)
             state.allocator = Allocator(pending, {c.name: c for c in inventory.all(DeviceClass)}, allocated_state,
@@ -96,8 +99,6 @@ class DynamicResources(Plugin):
     def filter(self, cycle: Cycle, state: _State | None, node: NodeInfo) -> Status:
         if state is None:
             return Status()
-        from kubectl_dra.allocation.explain import not_on_node
-        from kubectl_dra.claims.reservations import is_reserved_for_pod
 
         pod = cycle.pod.pod
         unavailable = []
@@ -113,8 +114,6 @@ class DynamicResources(Plugin):
                     reason=reason, detail=f"reserved for {', '.join(r.name for r in claim.status.reserved_for)}")])
         picks = []
         if state.allocator is not None:
-            from kubectl_dra.allocation.pools import gather
-
             by_node, shared, by_pool = state.index
             outcome = state.allocator.allocate(node.node, gather(node.node, [*by_node.get(node.name, ()), *shared],
                                                                  by_pool))
@@ -144,8 +143,6 @@ class DynamicResources(Plugin):
 def _extended_by_dra(cycle: Cycle) -> bool:
     """The pod asks for an extended resource the node does not advertise but a DeviceClass
     provides (``spec.extendedResourceName``)."""
-    from kubectl_dra.model.resource import DeviceClass
-
     provided = {name for c in cycle.inventory.all(DeviceClass)
                 if (name := getattr(c.spec, "extended_resource_name", None))}
     if not provided:
@@ -156,7 +153,7 @@ def _extended_by_dra(cycle: Cycle) -> bool:
 
 def _has_mapped_device(claim, inventory) -> bool:
     for result in claim.status.allocation.devices.results:
-        _, device = inventory.slice_device(result.driver, result.pool, result.device)
+        _, device = slice_device(inventory, result.driver, result.pool, result.device)
         if device is not None and any(e.mapping is not None for e in device.node_allocatable_resources.values()):
             return True
     return False
@@ -175,8 +172,6 @@ def _why_not(outcome) -> str:
 
 def _as_allocated(claim, picks):
     """The claim as it would be after this allocation (what the footprint is computed from)."""
-    from kubectl_dra.model.claim import ResourceClaim
-
     mine = [p for p in picks if p.claim == f"{claim.namespace}/{claim.name}"]
     if not mine:
         return claim
@@ -195,11 +190,6 @@ def _as_allocated(claim, picks):
 def _node_allocatable(cycle: Cycle, state: _State, node: NodeInfo, picks) -> Status | None:
     """``calculateAndCheckNodeAllocatableResources``: the pod's demand with the DRA amounts its
     claims would get on this node, against what the node has left."""
-    from kubectl_dra.allocatable.entries import compute_entry
-    from kubectl_dra.allocatable.requests import pod_requests
-    from kubectl_dra.scheduling.fit import fits_resources, insufficient_status
-    from kubectl_dra.scheduling.resources import to_resource
-
     pod = cycle.pod.pod
     entries = []
     for claim in state.claims:
@@ -232,8 +222,6 @@ def _node_allocatable(cycle: Cycle, state: _State, node: NodeInfo, picks) -> Sta
 
 def _pod_level_cover(pod, entries) -> Status | None:
     """``validatePodLevelResourcesCoverDRA``."""
-    from kubectl_dra.allocatable.requests import aggregate, container_dra, dra_total, is_pod_level_resource
-
     plr = pod.spec.resources
     if plr is None:
         return None

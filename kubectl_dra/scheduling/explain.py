@@ -1,4 +1,4 @@
-"""Why is it Pending: the ``scheduling`` part of ``explain pod`` (DESIGN §4.3).
+"""Why is it Pending: the ``scheduling`` part of ``explain pod`` (docs/contracts.md §3.9 ``Scheduling``).
 
 Builds the scheduler's view of the cluster from an inventory (nodes, the non-terminal pods bound
 to them, the nominated pods), runs one attempt of the profile's filters (cycle.py) and turns it
@@ -6,80 +6,26 @@ into a document: the message the scheduler would write now, every node's verdict
 scheduler's words with the numbers behind them, what this tool could not decide, and the next
 step. Preemption is never evaluated, and the document says so.
 """
-
 from __future__ import annotations
 
-import dataclasses
-
-from pydantic import Field
-
-from kubectl_dra.document import Finding, Part, part
+from kubectl_dra.document import Finding
+from kubectl_dra.model.claim import ResourceClaim
 from kubectl_dra.model.inventory import Inventory
+from kubectl_dra.model.node import Node
 from kubectl_dra.model.pod import Pod
 from kubectl_dra.scheduling.cycle import Attempt, NodeVerdict, run
-from kubectl_dra.scheduling.framework import Cycle, Evidence, NodeInfo, PodInfo, Status
+from kubectl_dra.scheduling.framework import Cycle, NodeInfo, PodInfo
 from kubectl_dra.scheduling.profile import DEFAULT_SCHEDULER, Profile, default_profile
+from kubectl_dra.scheduling.document import NodeScheduling, NotEvaluated, PluginReasons, Scheduling
 
 PREEMPTION = ("preemption is not evaluated: when the pod has a priority above pods on a node, the scheduler may "
               "evict them to make room (its message then goes on after \" preemption:\")")
 GATED = "Scheduling is blocked due to non-empty scheduling gates"  # the PodScheduled message for a gated pod
 
 
-@part
-class ReasonEvidence:
-    reason: str
-    resource: str | None = None
-    requested: str | None = None
-    dra: str | None = None
-    overhead: str | None = None
-    allocatable: str | None = None
-    used: str | None = None
-    detail: str | None = None
-
-
-@part
-class PluginReasons:
-    plugin: str
-    reasons: list[str] = dataclasses.field(default_factory=list)
-
-
-@part
-class NotEvaluated:
-    plugin: str
-    why: str
-
-
-@part
-class NodeScheduling:
-    node: str
-    fits: bool | None  # None: this tool cannot tell (see undetermined)
-    plugin: str | None = None  # the filter that refused it, as the scheduler reports it
-    reasons: list[str] = dataclasses.field(default_factory=list)  # the scheduler's words
-    evidence: list[ReasonEvidence] = dataclasses.field(default_factory=list)
-    also: list[PluginReasons] = dataclasses.field(default_factory=list)  # later filters that refuse it too
-    undetermined: list[NotEvaluated] = dataclasses.field(default_factory=list)
-
-
-class Scheduling(Part):
-    message: str | None = None  # the scheduler's FitError message now, up to " preemption:"; None: it fits
-    message_known: bool = True  # False: some node cannot be decided, so no message is claimed
-    feasible_nodes: list[str] = Field(default_factory=list)
-    nodes_checked: int = 0
-    nodes: list[NodeScheduling] = Field(default_factory=list)
-    not_evaluated: list[NotEvaluated] = Field(default_factory=list)
-    profile: str = ""
-    nominated_node: str | None = None
-    recorded: str | None = None  # the PodScheduled message the scheduler last wrote on the pod
-    waiting: list[NotEvaluated] = Field(default_factory=list)  # why the scheduler does not try the pod yet
-    error: str | None = None  # the scheduler would fail with this error instead
-    next_step: str | None = None
-
-
 def build_cycle(pod: Pod, inventory: Inventory, profile: Profile) -> Cycle:
     """The scheduler cache as a snapshot: each node with its non-terminal bound pods, and the
     pods nominated to each node (not yet bound)."""
-    from kubectl_dra.model.node import Node
-
     nodes = {n.name: NodeInfo(n) for n in sorted(inventory.all(Node), key=lambda n: n.name)}
     nominated: dict[str, list[PodInfo]] = {}
     for other in inventory.every("Pod"):
@@ -166,8 +112,6 @@ def recorded_unschedulable(pod: Pod) -> Finding | None:
 def _claims_waiting(pod: Pod, inventory: Inventory) -> list[NotEvaluated]:
     """DynamicResources' PreEnqueue: every claim must exist (not being deleted) before the pod is
     tried at all."""
-    from kubectl_dra.model.claim import ResourceClaim
-
     out = []
     for pc in pod.spec.resource_claims:
         name = pod.claim_object_name(pc)
@@ -209,13 +153,9 @@ def _node_view(verdict: NodeVerdict) -> NodeScheduling:
     return NodeScheduling(
         node=verdict.node, fits=verdict.fits, plugin=status.plugin or None if not status.success else None,
         reasons=list(status.reasons) if not status.success else [],
-        evidence=[_evidence(e) for e in status.evidence] if not status.success else [],
+        evidence=list(status.evidence) if not status.success else [],
         also=[PluginReasons(plugin=s.plugin, reasons=list(s.reasons)) for s in verdict.also],
         undetermined=[NotEvaluated(plugin=s.plugin, why=s.undetermined or "") for s in verdict.undetermined])
-
-
-def _evidence(e: Evidence) -> ReasonEvidence:
-    return ReasonEvidence(**dataclasses.asdict(e))
 
 
 _STEPS = {  # plugin -> what to change, for a person
@@ -272,3 +212,15 @@ def unschedulable_finding(pod: Pod, scheduling: Scheduling) -> Finding | None:
     if scheduling.next_step:
         text += f" Next: {scheduling.next_step}"
     return Finding(code="Unschedulable", severity="error", message=text, object=f"pod/{pod.namespace}/{pod.name}")
+
+
+def pod_scheduling(pod: Pod, inventory: Inventory, profile: Profile | None = None,
+                   only_node: str | None = None) -> tuple[Scheduling, list[Finding]]:
+    """The scheduling section of a pod not bound to a node, and its ``Unschedulable`` finding (none or
+    one). ``only_node`` narrows the nodes shown, never the message or the finding: those are the
+    scheduler's, over every node."""
+    scheduling = explain_scheduling(pod, inventory, profile)
+    finding = unschedulable_finding(pod, scheduling)
+    if only_node is not None:
+        scheduling.nodes = [n for n in scheduling.nodes if n.node == only_node]
+    return scheduling, [finding] if finding is not None else []

@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 
 from kubectl_dra.model.node import Node
 from kubectl_dra.model.pod import Pod
+from kubectl_dra.scheduling.document import Evidence
 from kubectl_dra.scheduling.resources import Resource, scheduler_requests, to_resource
 
 SUCCESS = "Success"
@@ -25,26 +26,6 @@ UNRESOLVABLE = "UnschedulableAndUnresolvable"
 ERROR = "Error"
 SKIP = "Skip"
 
-
-
-@dataclass
-class Evidence:
-    """The numbers or facts behind one reason, for a person (never part of the scheduler's words).
-
-    For a resource: what the pod asks for (``requested``, of which ``dra`` came from its claims'
-    node-allocatable mappings and ``overhead`` from the RuntimeClass), the node's ``allocatable``
-    and what the pods already bound there ``used``; all in Kubernetes quantity notation. For
-    anything else, ``detail`` says which taint, label, port, term or device it was.
-    """
-
-    reason: str
-    resource: str | None = None
-    requested: str | None = None
-    dra: str | None = None
-    overhead: str | None = None
-    allocatable: str | None = None
-    used: str | None = None
-    detail: str | None = None
 
 
 @dataclass

@@ -42,7 +42,7 @@ from __future__ import annotations
 from typing import Any
 
 from kubectl_dra.model.pod import Pod
-from kubectl_dra.scheduling import labels as lbl
+from kubectl_dra import labels as lbl
 from kubectl_dra.scheduling.framework import (SKIP, Cycle, Evidence, NodeInfo, Plugin, PodInfo, PreFilterResult,
                                               Status)
 from kubectl_dra.scheduling.topologyspread import unreadable

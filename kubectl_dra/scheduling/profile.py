@@ -13,6 +13,7 @@ import importlib
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubectl_dra.errors import InputError
 from kubectl_dra.scheduling.framework import Plugin
 
 DEFAULT_SCHEDULER = "default-scheduler"
@@ -39,8 +40,9 @@ _MODULES = {  # plugin name -> the module of this package that holds it
 }
 
 
-class ProfileError(ValueError):
-    """The configuration file cannot be read as a KubeSchedulerConfiguration."""
+class ProfileError(InputError, ValueError):
+    """The configuration file cannot be read as a KubeSchedulerConfiguration (a bad --scheduler-config:
+    one line, exit 3, like any other file that cannot be understood)."""
 
 
 @dataclass
@@ -77,6 +79,15 @@ def _plugin_class(module: str, name: str) -> type[Plugin] | None:
 
 def default_profile() -> Profile:
     return Profile()
+
+
+def from_documents(documents: list, scheduler_name: str, where: str) -> Profile:
+    """The profile for ``scheduler_name`` in a file's documents (empty ones skipped), which must be
+    exactly one KubeSchedulerConfiguration: with several, which one the scheduler runs is unknown."""
+    documents = [d for d in documents if d is not None]
+    if len(documents) != 1:
+        raise ProfileError(f"{where}: expected one KubeSchedulerConfiguration document, found {len(documents)}")
+    return from_config(documents[0], scheduler_name, where)
 
 
 def from_config(config: Any, scheduler_name: str, where: str) -> Profile:

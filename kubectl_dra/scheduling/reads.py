@@ -2,27 +2,29 @@
 
 Every node and every pod (bound pods use the nodes' room, ports and topology; nominated ones are
 counted as the scheduler counts them), the namespaces (inter-pod affinity's namespaceSelector),
-and what the DynamicResources filter needs (kubectl_dra/cli/runtime.allocation_requests). Volume
+and what the DynamicResources filter needs (kubectl_dra/commands/inputs.allocation_requests). Volume
 kinds are read only when the pod has a volume the volume filters look at.
 """
 
 from __future__ import annotations
 
+from kubectl_dra.kube.reads import ReadRequest
+from kubectl_dra.model.claim import ResourceClaim, ResourceClaimTemplate
+from kubectl_dra.model.namespace import Namespace
+from kubectl_dra.model.node import Node
+from kubectl_dra.model.pod import Pod
+from kubectl_dra.model.podcache import CachedPod
+from kubectl_dra.model.resource import DeviceClass, DeviceTaintRule, ResourceSlice
+from kubectl_dra.model.storage import CSIDriver, CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
+from kubectl_dra.scheduling.resources import is_scalar_resource_name
+
 
 def scheduling_reads(pod, namespace: str | None = None) -> list:
-    from kubectl_dra.kube.reads import ReadRequest
-    from kubectl_dra.model.namespace import Namespace
-    from kubectl_dra.model.node import Node
-    from kubectl_dra.model.pod import Pod
-    from kubectl_dra.model.podcache import CachedPod
-
     requests = [ReadRequest(Node, keep_raw=False), ReadRequest(Pod, keep_raw=False, view=CachedPod),
                 ReadRequest(Namespace, required=False, keep_raw=False)]
     if pod is not None and (pod.spec.resource_claims or pod.status.extended_resource_claim_status):
         requests += _dra_reads(namespace or pod.namespace)
     elif pod is not None and _asks_scalar_resource(pod):
-        from kubectl_dra.model.resource import DeviceClass
-
         # NodeResourcesFit asks whether a DeviceClass provides a scalar resource (extended, huge
         # pages) a node does not advertise (shouldDelegateResourceToDRA, noderesources/fit.go):
         # without the classes every such node would be undetermined
@@ -34,8 +36,6 @@ def scheduling_reads(pod, namespace: str | None = None) -> list:
 
 
 def _asks_scalar_resource(pod) -> bool:
-    from kubectl_dra.scheduling.resources import is_scalar_resource_name
-
     requirements = [c.resources for c in pod.all_containers()]
     if pod.spec.resources is not None:
         requirements.append(pod.spec.resources)
@@ -43,10 +43,6 @@ def _asks_scalar_resource(pod) -> bool:
 
 
 def _dra_reads(namespace: str | None) -> list:
-    from kubectl_dra.kube.reads import ReadRequest
-    from kubectl_dra.model.claim import ResourceClaim, ResourceClaimTemplate
-    from kubectl_dra.model.resource import DeviceClass, DeviceTaintRule, ResourceSlice
-
     return [ReadRequest(ResourceSlice, keep_raw=False), ReadRequest(DeviceClass, keep_raw=False),
             ReadRequest(DeviceTaintRule, required=False, keep_raw=False),
             ReadRequest(ResourceClaim, None, keep_raw=False),
@@ -54,17 +50,7 @@ def _dra_reads(namespace: str | None) -> list:
 
 
 def _volume_reads(namespace: str | None) -> list:
-    """PVCs of the namespace, PVs, StorageClasses and CSINodes, once the storage views exist."""
-    from kubectl_dra.kube.reads import ReadRequest
-
-    try:
-        from kubectl_dra.model import storage
-    except ImportError:
-        return []
-    out = []
-    for name, scoped in (("PersistentVolumeClaim", True), ("PersistentVolume", False), ("StorageClass", False),
-                         ("CSINode", False), ("CSIDriver", False)):
-        model = getattr(storage, name, None)
-        if model is not None:
-            out.append(ReadRequest(model, namespace if scoped else None, required=False, keep_raw=False))
-    return out
+    """PVCs of the namespace, PVs, StorageClasses, CSINodes and CSIDrivers."""
+    return [ReadRequest(PersistentVolumeClaim, namespace, required=False, keep_raw=False),
+            *(ReadRequest(model, None, required=False, keep_raw=False)
+              for model in (PersistentVolume, StorageClass, CSINode, CSIDriver))]

@@ -27,6 +27,7 @@ from typing import Iterable, Mapping
 
 from kubectl_dra.allocatable.entries import from_status
 from kubectl_dra.allocatable.requests import add_into, aggregate, is_pod_level_resource, max_into
+from kubectl_dra.model.base import is_shared_quantity
 from kubectl_dra.model.pod import Container, ContainerStatus, NodeAllocatableClaimStatus, Pod
 from kubectl_dra.quantity import Format, Quantity
 
@@ -114,7 +115,6 @@ def _requested_shared(resources: Mapping[str, Quantity]) -> Resource:
     found = _SHARED.get(key)
     if found is None:
         found = _requested(resources)
-        from kubectl_dra.model.base import is_shared_quantity
 
         if len(_SHARED) < 4096 and all(is_shared_quantity(q) for q in resources.values()):
             _SHARED[key] = found

@@ -34,7 +34,7 @@ from typing import Any
 
 from kubectl_dra.model.node import Node
 from kubectl_dra.model.pod import Pod, TopologySpreadConstraint
-from kubectl_dra.scheduling import labels as lbl
+from kubectl_dra import labels as lbl
 from kubectl_dra.scheduling.framework import (SKIP, UNRESOLVABLE, UNSCHEDULABLE, Cycle, Evidence, NodeInfo,
                                               Plugin, PodInfo, PreFilterResult, Status)
 

@@ -10,71 +10,39 @@ is theirs) and that ``status.reservedFor`` lists. Tolerations are the claim's al
 (copied from the request when it was allocated) and count only with effect ``NoExecute``: one
 without ``tolerationSeconds`` tolerates forever, otherwise the shortest delay counts from the
 taint's ``timeAdded``. Eviction deletes the pod (no PodDisruptionBudget).
-"""
 
+A taint of a slice or a toleration of an allocation result that did not validate when it was read,
+or a DeviceTaintRule that cannot be evaluated and may select the device (taints/rules.py), makes the
+outcome for that claim ``Unknown`` (with the field): what it would have decided is not guessed from
+what is left.
+"""
 from __future__ import annotations
 
-import dataclasses
 from datetime import datetime, timedelta, timezone
-from typing import Iterable, Literal
-
-from pydantic import Field
-
-from kubectl_dra.document import Document, Finding, part
+from typing import Iterable
+from kubectl_dra.document import Finding
 from kubectl_dra.model.inventory import Inventory
 from kubectl_dra.model.pod import Pod
-from kubectl_dra.model.claim import ResourceClaim
-from kubectl_dra.model.resource import DeviceTaintRule, ResourceSlice
+from kubectl_dra.model.claim import ResourceClaim, is_reserved_for_pod
+from kubectl_dra.model.resource import DeviceTaint, DeviceTaintRule, ResourceSlice
 from kubectl_dra.pools.slices import current_slices
+from kubectl_dra.taints.rules import UnevaluatedRule, first_unknown, split_rules
 from kubectl_dra.taints.tolerations import tolerates
 from kubectl_dra.text import plural
+from kubectl_dra.taints.document import ConsumerOutcome, TaintExplanation, TaintView, TaintedDevice
 
-Outcome = Literal["Evicted", "EvictionPending", "WouldEvict", "Tolerated", "BlocksNewAllocations"]
 Key = tuple[str, str, str]  # driver, pool, device
 
 
-@part
-class TaintView:
-    key: str
-    value: str = ""
-    effect: str = ""
-    time_added: str | None = None
-    source: str = "slice"  # "slice" or "rule/<name>"
-
-
-@part
-class ConsumerOutcome:
-    claim: str  # namespace/name
-    pods: list[str] = dataclasses.field(default_factory=list)  # namespace/name
-    outcome: Outcome = "Tolerated"
-    evict_at: str | None = None  # when the controller deletes the pods (NoExecute)
-
-
-@part
-class TaintedDevice:
-    device: str  # driver/pool/device
-    node: str | None = None
-    taints: list[TaintView] = dataclasses.field(default_factory=list)
-    consumers: list[ConsumerOutcome] = dataclasses.field(default_factory=list)
-    published: bool = True  # False: only an allocation names it (a rule still taints it)
-
-
-class TaintExplanation(Document):
-    kind: str = "TaintExplanation"
-    dry_run: bool = False
-    rule: str | None = None  # the rule evaluated with --dry-run
-    devices: list[TaintedDevice] = Field(default_factory=list)
-    findings: list[Finding] = Field(default_factory=list)
-
-
 def _time(value) -> str | None:
-    return value.strftime("%Y-%m-%dT%H:%M:%SZ") if isinstance(value, datetime) else None
+    if not isinstance(value, datetime):
+        return None
+    return (value.astimezone(timezone.utc) if value.tzinfo else value).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _taint(raw: dict, source: str) -> TaintView:
-    added = raw.get("timeAdded")
-    return TaintView(key=raw.get("key") or "", value=raw.get("value") or "", effect=raw.get("effect") or "",
-                     time_added=added if isinstance(added, str) else _time(added), source=source)
+def _taint(taint: DeviceTaint, source: str) -> TaintView:
+    return TaintView(key=taint.key, value=taint.value, effect=taint.effect, time_added=_time(taint.time_added),
+                     source=source)
 
 
 def rule_taint(rule: DeviceTaintRule, now: datetime | None = None) -> TaintView:
@@ -91,27 +59,35 @@ def rule_selects(rule: DeviceTaintRule, key: Key) -> bool:
     return selector is not None and selector.matches(*key)
 
 
-def published_devices(inventory: Inventory) -> tuple[dict[Key, str | None], dict[Key, list[TaintView]]]:
-    """Every device of each pool's highest generation with the node of its slice, and the taints its
-    slice gives it: indexed once per inventory, so one claim's question costs only its devices."""
+Published = tuple[dict[Key, str | None], dict[Key, list[TaintView]], dict[Key, str]]
+
+
+def published_devices(inventory: Inventory) -> Published:
+    """Every device of each pool's highest generation with the node of its slice, the taints its
+    slice gives it, and the devices whose taints did not validate (with the first such field):
+    indexed once per inventory, so one claim's question costs only its devices."""
     return inventory.index("taints.published", lambda: _published(inventory.all(ResourceSlice)))
 
 
-def _published(slices: list[ResourceSlice]) -> tuple[dict[Key, str | None], dict[Key, list[TaintView]]]:
+def _published(slices: list[ResourceSlice]) -> Published:
     nodes: dict[Key, str | None] = {}
     taints: dict[Key, list[TaintView]] = {}
+    unreadable: dict[Key, str] = {}
     for rs in current_slices(slices):
-        for device in rs.spec.devices:
+        for index, device in enumerate(rs.spec.devices):
             key = (rs.spec.driver, rs.spec.pool.name, device.name)
             nodes[key] = rs.spec.node_name or device.node_name
-            if device.taints:
+            bad = rs.invalid_under(f"spec.devices[{index}].taints") if rs.invalid_fields else []
+            if bad:
+                unreadable[key] = f"ResourceSlice {rs.name}: {bad[0]} did not validate"
+            if device.taints or bad:
                 taints.setdefault(key, []).extend(_taint(t, "slice") for t in device.taints)
-    return nodes, taints
+    return nodes, taints, unreadable
 
 
 def taints_of(inventory: Inventory, rules: list[DeviceTaintRule], now: datetime, keys) -> dict[Key, list[TaintView]]:
     """Taints of the devices ``keys``: their slices' (highest generation), then every matching rule's."""
-    _, from_slices = published_devices(inventory)
+    _, from_slices, _ = published_devices(inventory)
     keys = list(dict.fromkeys(keys))  # a device a claim holds twice (shares of it) has its taints once
     out: dict[Key, list[TaintView]] = {}
     for key in keys:
@@ -129,7 +105,7 @@ def device_taints(inventory: Inventory, rules: list[DeviceTaintRule], now: datet
                   extra_keys=()) -> dict[Key, list[TaintView]]:
     """Taints per device over every published device and ``extra_keys`` (e.g. allocated ones no
     slice lists: a rule taints them too)."""
-    published, _ = published_devices(inventory)
+    published, _, _ = published_devices(inventory)
     return taints_of(inventory, rules, now, [*published, *extra_keys])
 
 
@@ -147,15 +123,15 @@ def eviction_time(claim: ResourceClaim, taints: dict[Key, list[TaintView]], now:
     taint, or each one tolerated forever)."""
     when = None
     for result in claim.status.allocation.devices.results if claim.status.allocation else ():
-        tolerations = [t for t in result.tolerations if t.get("effect") == "NoExecute"]
+        tolerations = [t for t in result.tolerations if t.effect == "NoExecute"]
         for taint in taints.get((result.driver, result.pool, result.device), ()):
             if taint.effect != "NoExecute":
                 continue
             matching = [t for t in tolerations if tolerates(t, taint.key, taint.value, taint.effect)]
-            if any(t.get("tolerationSeconds") is None for t in matching):
+            if any(t.toleration_seconds is None for t in matching):
                 continue  # tolerated forever
             added = _parse(taint.time_added) or now
-            at = added + timedelta(seconds=min(max(t["tolerationSeconds"], 0) for t in matching)) if matching else added
+            at = added + timedelta(seconds=min(max(t.toleration_seconds, 0) for t in matching)) if matching else added
             when = at if when is None or at < when else when
     return when
 
@@ -173,8 +149,6 @@ def _claim_is_for(claim: ResourceClaim, pod: Pod) -> bool:
 def pods_at_stake(claim: ResourceClaim, inventory: Inventory) -> list[Pod]:
     """The pods the eviction controller would delete for this claim: the scheduled pods that use it
     and are reserved, by UID or through their PodGroup (``podEvictionTime``, ``IsReservedForPod``)."""
-    from kubectl_dra.claims.reservations import is_reserved_for_pod
-
     out = []
     for pod in inventory.pods_by_claim().get((claim.namespace, claim.name), []):
         if not pod.node_name or pod.metadata.deletion_timestamp is not None:
@@ -189,15 +163,24 @@ def pods_at_stake(claim: ResourceClaim, inventory: Inventory) -> list[Pod]:
 
 
 def _consumer(claim: ResourceClaim, taints: dict[Key, list[TaintView]], inventory: Inventory, now: datetime,
-              dry_run: bool) -> ConsumerOutcome | None:
-    """What the taints do to one claim's pods; None when no taint on its devices has an effect."""
+              dry_run: bool, unevaluated: list[UnevaluatedRule] = ()) -> ConsumerOutcome | None:
+    """What the taints do to one claim's pods; None when no taint on its devices has an effect;
+    ``Unknown`` when a taint of its devices or a toleration of its results did not validate, or a
+    rule of ``unevaluated`` may select one of its devices."""
     label = f"{claim.namespace}/{claim.name}"
     keys = [(r.driver, r.pool, r.device) for r in claim.status.allocation.devices.results]
-    if not any(t.effect in ("NoSchedule", "NoExecute") for k in keys for t in taints.get(k, ())):
+    _, _, unreadable = published_devices(inventory)
+    unknown = next((unreadable[k] for k in keys if k in unreadable), None) or \
+        next((rule.message for k in keys if (rule := first_unknown(unevaluated, k)) is not None), None)
+    if unknown is None and not any(t.effect in ("NoSchedule", "NoExecute") for k in keys for t in taints.get(k, ())):
         return None
+    if unknown is None and claim.invalid_fields and (bad := claim.invalid_under("status.allocation.devices")):
+        unknown = f"ResourceClaim {claim.key}: {bad[0]} did not validate"
     pods = pods_at_stake(claim, inventory)
-    when = eviction_time(claim, taints, now)
     names = sorted(f"{p.namespace}/{p.name}" for p in pods)
+    if unknown is not None:
+        return ConsumerOutcome(claim=label, pods=names, outcome="Unknown", unknown=unknown)
+    when = eviction_time(claim, taints, now)
     if when is not None:
         outcome = "WouldEvict" if dry_run else ("Evicted" if when <= now else "EvictionPending")
         # a rule not applied yet has no timeAdded: "at once" unless a tolerationSeconds delays it
@@ -211,7 +194,8 @@ def _consumer(claim: ResourceClaim, taints: dict[Key, list[TaintView]], inventor
 def explain_taints(inventory: Inventory, now: datetime | None = None, *, dry_run: DeviceTaintRule | None = None,
                    rules: list[DeviceTaintRule] | None = None) -> TaintExplanation:
     """Every tainted device and the claims and pods it touches; with ``dry_run``, only what that rule
-    would add, as if it were applied now."""
+    would add, as if it were applied now. A rule that cannot be evaluated is not applied: the devices
+    it may select are shown ``unknown``, and ``problems`` (after the inventory's) names the rule."""
     now = now or datetime.now(timezone.utc)
     rules = list(rules if rules is not None else inventory.all(DeviceTaintRule))
     claims = [c for c in inventory.all(ResourceClaim) if c.status.allocation is not None]
@@ -219,26 +203,35 @@ def explain_taints(inventory: Inventory, now: datetime | None = None, *, dry_run
     for claim in claims:
         for r in claim.status.allocation.devices.results:
             allocated.setdefault((r.driver, r.pool, r.device), []).append(claim)
-    published, _ = published_devices(inventory)
+    published, _, unreadable = published_devices(inventory)
     if dry_run is not None:
         rules = [r for r in rules if r.name != dry_run.name] + [dry_run]
+    rules, unevaluated = split_rules(rules)
     taints = device_taints(inventory, rules, now, extra_keys=allocated)
+    maybe = {key: rule.message for key in (*published, *allocated) if (rule := first_unknown(unevaluated, key))}
     result = TaintExplanation(dry_run=dry_run is not None, rule=dry_run.name if dry_run else None)
-    shown = sorted(taints) if dry_run is None else sorted(k for k in taints if rule_selects(dry_run, k))
+    shown = sorted({*taints, *maybe}) if dry_run is None else sorted(k for k in taints if rule_selects(dry_run, k))
     for key in shown:
         device = TaintedDevice(device="/".join(key), node=published.get(key), published=key in published,
-                               taints=taints[key])
+                               taints=taints.get(key, []), unknown=unreadable.get(key) or maybe.get(key))
         if dry_run is not None:  # what the rule changes: judge the consumers with its taint alone added
             device.taints = [t for t in taints[key] if t.source == f"rule/{dry_run.name}"] + \
                             [t for t in taints[key] if t.source != f"rule/{dry_run.name}"]
         for claim in allocated.get(key, ()):
-            consumer = _consumer(claim, taints, inventory, now, dry_run is not None)
+            consumer = _consumer(claim, taints, inventory, now, dry_run is not None, unevaluated)
             if consumer is not None:
                 device.consumers.append(consumer)
         result.devices.append(device)
     result.findings = _findings(result, dry_run, published, inventory)
-    result.problems = [p.message for p in inventory.problems]
+    result.problems = [p.message for p in inventory.problems] + [rule.message for rule in unevaluated]
     return result
+
+
+def evicts(result: TaintExplanation) -> bool:
+    """What makes ``taints`` exit 1: pods are (or, with --dry-run, would be) evicted, or an error
+    finding (a rule whose empty deviceSelector selects every device)."""
+    evicting = any(c.outcome in ("Evicted", "EvictionPending", "WouldEvict") for d in result.devices for c in d.consumers)
+    return evicting or any(f.severity == "error" for f in result.findings)
 
 
 def _consumer_finding(device: TaintedDevice, consumer: ConsumerOutcome) -> Finding | None:
@@ -255,6 +248,10 @@ def _consumer_finding(device: TaintedDevice, consumer: ConsumerOutcome) -> Findi
                                f"({sources}): {pods} {verb}. If the taint is expected (maintenance), "
                                "tolerate it in the request (effect NoExecute, with tolerationSeconds "
                                "to delay); otherwise repair the device or remove the rule")
+    if consumer.outcome == "Unknown":
+        return Finding(code="DeviceTaintUnknown", severity="warning", object=f"resourceclaim/{consumer.claim}",
+                       message=f"what the taints of device {device.device} do to claim {consumer.claim} is unknown, "
+                               f"so whether {pods} are evicted or keep it is not concluded: {consumer.unknown}")
     if consumer.outcome == "BlocksNewAllocations":
         return Finding(code="DeviceTaintedNoSchedule", severity="warning", object=f"resourceclaim/{consumer.claim}",
                        message=f"device {device.device} of claim {consumer.claim} has a NoSchedule "
@@ -335,13 +332,15 @@ def claim_taints(claim: ResourceClaim, inventory: Inventory, now: datetime | Non
     now = now or datetime.now(timezone.utc)
     keys = [(r.driver, r.pool, r.device) for r in claim.status.allocation.devices.results] \
         if claim.status.allocation else []
-    taints = taints_of(inventory, inventory.all(DeviceTaintRule), now, keys) if keys else {}
+    applied, unevaluated = split_rules(inventory.all(DeviceTaintRule))
+    taints = taints_of(inventory, applied, now, keys) if keys else {}
     mine = {k: taints[k] for k in keys if k in taints}
     findings: list[Finding] = []
-    consumer = _consumer(claim, mine, inventory, now, False) if mine else None
-    if consumer is not None:  # named after its first tainted device
-        first = next(iter(mine))
-        finding = _consumer_finding(TaintedDevice(device="/".join(first), taints=mine[first]), consumer)
+    unknown = next((k for k in keys if first_unknown(unevaluated, k)), None)
+    consumer = _consumer(claim, mine, inventory, now, False, unevaluated) if mine or unknown else None
+    if consumer is not None:  # named after its first tainted device (or the one a rule may taint)
+        first = unknown if not mine or (consumer.outcome == "Unknown" and unknown) else next(iter(mine))
+        finding = _consumer_finding(TaintedDevice(device="/".join(first), taints=mine.get(first, [])), consumer)
         if finding is not None:
             findings.append(finding)
     for pod in inventory.pods_by_claim().get((claim.namespace, claim.name), []):

@@ -3,13 +3,15 @@ allocator, which keeps tolerated devices, and the eviction controller, which spa
 
 from __future__ import annotations
 
+from kubectl_dra.model.claim import DeviceToleration
 
-def tolerates(toleration: dict, key: str, value: str, effect: str) -> bool:
+
+def tolerates(toleration: DeviceToleration, key: str, value: str, effect: str) -> bool:
     """An empty effect or key in the toleration matches any; ``Exists`` matches any value, ``Equal``
     (the default) only the same one; any other operator matches nothing."""
-    if toleration.get("effect") and toleration["effect"] != effect:
+    if toleration.effect and toleration.effect != effect:
         return False
-    if toleration.get("key") and toleration["key"] != key:
+    if toleration.key and toleration.key != key:
         return False
-    operator = toleration.get("operator") or "Equal"
-    return operator == "Exists" or (operator == "Equal" and (toleration.get("value") or "") == (value or ""))
+    operator = toleration.operator or "Equal"
+    return operator == "Exists" or (operator == "Equal" and toleration.value == (value or ""))

@@ -1,5 +1,5 @@
 """Compare what a node's cgroups hold with the prediction, within the documented tolerances, and
-name a cause for every difference (kubelet-cgroups.md §3.4).
+name a cause for every difference (docs/kubernetes/kubelet-cgroups.md §3.4).
 
 Tolerances (not divergences): systemd rounds a quota up to 10 ms per second; the kernel keeps
 memory limits in whole pages and hugetlb limits in whole huge pages; a kernel without the
@@ -12,6 +12,7 @@ import dataclasses
 import functools
 
 from kubectl_dra.cgroups import formulas as f
+from kubectl_dra.cgroups.cpumanager import parse_cpuset
 from kubectl_dra.cgroups.options import NodeOptions
 from kubectl_dra.cgroups.predict import PodCgroups
 from kubectl_dra.document import part
@@ -224,8 +225,6 @@ def override_evidence(observed_cpuset: str | None, kubelet_cpuset: frozenset[int
     """What shows that an NRI plugin or a DRA driver changed a container after the kubelet: its
     ``cpuset.cpus`` is not what the kubelet set (nothing under the none policy; its exclusive CPUs
     or the shared pool under static). Only when the policy is known (flag or cpu_manager_state)."""
-    from kubectl_dra.cgroups.cpumanager import parse_cpuset
-
     if not policy_known or observed_cpuset is None or kubelet_cpuset is None:
         return None
     seen = parse_cpuset(observed_cpuset)

@@ -1,4 +1,4 @@
-"""The NodeEnforcementReport (DESIGN §4.5): one node's verdict on every pod's cgroups."""
+"""The NodeEnforcementReport (docs/contracts.md §3.7, §4): one node's verdict on every pod's cgroups."""
 
 from __future__ import annotations
 

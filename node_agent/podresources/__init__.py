@@ -1,21 +1,36 @@
 """A client of the kubelet's PodResources API over its unix socket (generated stubs beside it,
-from ``api.proto``; ``scripts/gen-podresources`` regenerates them)."""
+from ``api.proto``; ``scripts/gen-podresources`` regenerates them). The node scan
+(``kubectl_dra.nodescan``) is handed :func:`list_pod_resources` by the agent."""
 
 from __future__ import annotations
 
+from kubectl_dra.nodescan.nodedra import PodResourcesUnavailable
 from kubectl_dra.nodestate.podresources import ClaimResourceRow, PodResourcesView
 
-SOCKET = "pod-resources/kubelet.sock"  # under the kubelet's root directory
-
-
-def list_pod_resources(socket_path: str, timeout: float = 5.0) -> PodResourcesView:
-    """``List`` once; raises ``grpc.RpcError`` (or OSError) when the kubelet does not answer."""
+try:
     import grpc
 
     from node_agent.podresources import api_pb2, api_pb2_grpc
+except ImportError as exc:  # a gRPC build this system cannot load (e.g. no libstdc++): say so, read the rest
+    grpc = None
+    _UNLOADABLE = f"the gRPC client cannot be loaded here: {exc}"
 
-    with grpc.insecure_channel(f"unix://{socket_path}", options=[("grpc.enable_retries", 0)]) as channel:
-        reply = api_pb2_grpc.PodResourcesListerStub(channel).List(api_pb2.ListPodResourcesRequest(), timeout=timeout)
+
+def list_pod_resources(socket_path: str, timeout: float = 5.0) -> PodResourcesView:
+    """``List`` once; raises :class:`PodResourcesUnavailable` when the kubelet does not answer or
+    this system cannot load the gRPC client."""
+    if grpc is None:
+        raise PodResourcesUnavailable(_UNLOADABLE)
+    try:
+        with grpc.insecure_channel(f"unix://{socket_path}", options=[("grpc.enable_retries", 0)]) as channel:
+            reply = api_pb2_grpc.PodResourcesListerStub(channel).List(api_pb2.ListPodResourcesRequest(),
+                                                                      timeout=timeout)
+    except grpc.RpcError as exc:
+        detail = exc.details() if hasattr(exc, "details") else str(exc)
+        code = exc.code().name if hasattr(exc, "code") else "error"
+        hint = " (connecting needs write access to the socket, which the kubelet creates for root)" \
+            if "ermission" in (detail or "") else ""
+        raise PodResourcesUnavailable(f"List failed: {code}: {detail}{hint}") from None
     pods, rows = set(), []
     for pod in reply.pod_resources:
         pods.add((pod.namespace, pod.name))

@@ -2,8 +2,8 @@
 
 Nodes are objects without kubelets; ResourceSlices are written as a driver would, with
 node-allocatable ``mapping`` and ``overhead``. The scheduler allocates, binds and records
-``status.nodeAllocatableResourceClaimStatuses``: for the worked examples of KEP-5517 (dra-apis.md
-§1.9) what it recorded must equal what `explain pod` computes, with no
+``status.nodeAllocatableResourceClaimStatuses``: for the worked examples of KEP-5517
+(docs/kubernetes/dra-apis.md §1.9) what it recorded must equal what `explain pod` computes, with no
 NodeAllocatableStatusMismatch. The resourceclaim controller creates template claims and cleans
 ``reservedFor``: `explain claim` must agree with what it did and did not clean.
 """
@@ -133,7 +133,7 @@ def _unschedulable(pod) -> str | None:
     return None
 
 
-EXPECTED = {  # what dra-apis.md §1.9 says the scheduler records, per example
+EXPECTED = {  # what docs/kubernetes/dra-apis.md §1.9 says the scheduler records, per example
     "e1": {"mapping": {"cpu": "2"}, "overhead": {}},
     "e2": {"mapping": {"cpu": "4"}, "overhead": {}},
     "e3": {"mapping": {}, "overhead": {"memory": {"perPod": "1Gi", "perContainer": "500Mi"}}},

@@ -17,8 +17,8 @@ from kubectl_dra.kube.snapshot import load_snapshot
 from kubectl_dra.model.inventory import Inventory
 from kubectl_dra.model.registry import parse_object
 from node_agent.__main__ import cli as agent_cli
-from node_agent.cgroupfs import CgroupFS
-from node_agent.scan import pods_on, scan
+from kubectl_dra.nodescan.cgroupfs import CgroupFS
+from kubectl_dra.nodescan.scan import pods_on, scan
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "cluster"

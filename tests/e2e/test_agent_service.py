@@ -84,6 +84,7 @@ def test_an_unexpected_error_in_a_scan_neither_stops_the_loop_nor_loses_the_repo
     """A bug in one scan (here a library that cannot load, as grpcio without libstdc++ did in the
     first image) must not crash-loop the DaemonSet: the loop logs it (the traceback once), counts it,
     keeps the last report and recovers when the cause goes."""
+    import kubectl_dra.nodescan.node as nodescan
     import node_agent.service as service
 
     agent, server = agent
@@ -91,8 +92,8 @@ def test_an_unexpected_error_in_a_scan_neither_stops_the_loop_nor_loses_the_repo
     last = agent.report
     stderr = io.StringIO()
     agent.env = Environment(out=io.StringIO(), err=stderr)
-    real = service.scan
-    monkeypatch.setattr(service, "scan", lambda *a, **k: (_ for _ in ()).throw(ImportError("libstdc++.so.6: nope")))
+    real = nodescan.scan
+    monkeypatch.setattr(nodescan, "scan", lambda *a, **k: (_ for _ in ()).throw(ImportError("libstdc++.so.6: nope")))
     monkeypatch.setattr(service, "MAX_BACKOFF", 0.05)
     with looping(agent) as thread:
         until(lambda: stderr.getvalue().count("scan failed unexpectedly") >= 3)
@@ -100,7 +101,7 @@ def test_an_unexpected_error_in_a_scan_neither_stops_the_loop_nor_loses_the_repo
         text = stderr.getvalue()
         assert text.count("Traceback") == 1 and "this is a bug" in text and "libstdc++.so.6: nope" in text
         assert agent.metrics.errors.labels(NODE, "internal")._value.get() >= 3
-        monkeypatch.setattr(service, "scan", real)
+        monkeypatch.setattr(nodescan, "scan", real)
         until(lambda: agent.report is not last)
     assert agent.report is not last and agent.report.status.summary.diverged == 1
 

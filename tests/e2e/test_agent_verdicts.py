@@ -19,15 +19,16 @@ from podspec import ctr
 from kubectl_dra.cgroups.options import NodeOptions
 from kubectl_dra.model.inventory import Inventory
 from node_agent.__main__ import cli as agent_cli
-from node_agent.cgroupfs import CgroupFS
-from node_agent.kubeletstate import read_kubelet_state
-from node_agent.scan import scan
+from kubectl_dra.nodescan.cgroupfs import CgroupFS
+from kubectl_dra.nodescan.kubeletstate import read_kubelet_state
+from kubectl_dra.nodescan.scan import scan
 
 PINNED_UID = "5b1c0e2a-7d3f-4c1e-9a8b-2f6d4e1c0a99"
 
 
 def pinned_pod():
-    """node-state.md worked example A: Guaranteed, app 2 CPUs (exclusive), side 500m (shared)."""
+    """Worked example A (docs/kubernetes/node-state.md §2.8): Guaranteed, app 2 CPUs (exclusive), side 500m
+    (shared)."""
     return agent_pod("pinned", [ctr("app", both(2, "1Gi"), both(2, "1Gi")),
                                 ctr("side", both("500m", "256Mi"), both("500m", "256Mi"))], qos_uid=PINNED_UID)
 
@@ -268,8 +269,14 @@ def test_verify_names_what_does_not_exist(tmp_path, dra):
     assert local.exit_code == 3 and 'node "worker-9" not found' in local.stderr
     nameless = dra("verify", "--snapshot", snapshot, "--cgroup-root", root, env={"NODE_NAME": ""})
     assert nameless.exit_code == 3 and "pass --node NAME" in nameless.stderr
-    pod = dra("verify", "nope", "-n", "ml", "--snapshot", snapshot, "--node", NODE, "--cgroup-root", root)
-    assert pod.exit_code == 3 and pod.stderr.strip() == f'error: pod "nope" not found in namespace ml on node {NODE}'
+    kubelet, cdi = tmp_path / "kubelet", tmp_path / "cdi"
+    pod = dra("verify", "nope", "-n", "ml", "--snapshot", snapshot, "--node", NODE, "--cgroup-root", root,
+              "--kubelet-root", str(kubelet), "--cdi-dir", str(cdi))
+    *said, last = pod.stderr.splitlines()
+    assert pod.exit_code == 3 and last == f'error: pod "nope" not found in namespace ml on node {NODE}'
+    # before it, as dra-node-agent scan --once says them: the node DRA sources that are not there
+    assert said == [f"warning: {kubelet}/dra_manager_state: not there (not mounted, or the kubelet never prepared a "
+                    f"claim)", f"warning: {cdi}: no CDI spec directory there (not mounted)"]
     fine = dra("verify", "burstable", "-n", "ml", "--snapshot", snapshot, "--node", NODE, "--cgroup-root", root)
     assert fine.exit_code == 0 and "1 node, 1 pod: 1 match, 0 diverged, 0 unknown" in fine.stdout
     assert "runtime hugetlb off (cgroup tree)" in fine.stdout  # every option says where it came from

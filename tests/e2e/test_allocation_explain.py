@@ -1,6 +1,6 @@
 """Why is it pending, through the CLI: explain pod on unbound pods and explain claim on pending
 claims (the example cluster's three stuck pods, and built scenarios), the -o json contract of
-DESIGN §4.3 "Allocation", --node, the claims FINDINGS, and bad input that must never crash."""
+docs/contracts.md §3.9 "Allocation", --node, the claims FINDINGS, and bad input that must never crash."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ REASONS = {"NodeSelection", "DeviceClassSelector", "RequestSelector", "AlreadyAl
 
 
 def contract(allocation: dict) -> None:
-    """The document's shape (DESIGN §4.3): every key, every reason one of the stable codes."""
+    """The document's shape (docs/contracts.md §3.9): every key, every reason one of the stable codes."""
     assert set(allocation) >= {"feasibleNodes", "nodes"}
     for node in allocation["nodes"]:
         assert set(node) >= {"node", "feasible", "results", "requests"}

@@ -214,7 +214,7 @@ def test_a_cgroup_file_that_is_no_file_is_unreadable_for_that_file_only(swap, ki
 
 def test_an_unopenable_container_cgroup_is_unreadable_not_missing(tmp_path):
     """A cgroup that exists but cannot be opened is not "missing" (that says the runtime never made it)."""
-    from node_agent.cgroupfs import CgroupFS
+    from kubectl_dra.nodescan.cgroupfs import CgroupFS
 
     dirs, _, root = tree(tmp_path)
     container = dirs[("guaranteed", "engine")]
@@ -263,8 +263,8 @@ def test_the_service_names_a_missing_root_as_missing(tmp_path):
     """The DaemonSet keeps running with a wrong mount and says so in its report: CgroupMissing for a
     path that is not there, CgroupUnsupported only for cgroup v1."""
     from kubectl_dra.kube.snapshot import load_snapshot
-    from node_agent.cgroupfs import CgroupFS
-    from node_agent.scan import scan
+    from kubectl_dra.nodescan.cgroupfs import CgroupFS
+    from kubectl_dra.nodescan.scan import scan
 
     inventory = load_snapshot(EXAMPLE)
     missing = scan("worker-gpu-1", inventory, CgroupFS(tmp_path / "nope"), {})
@@ -383,7 +383,7 @@ def test_an_unreadable_cdi_directory_keeps_the_cgroup_results(tmp_path):
 
 def test_a_cgroup_root_that_cannot_be_entered_is_said(tmp_path, dra):
     """Path.exists() raises on EACCES: this was a traceback. Now: the root is unreadable, exit 2."""
-    from node_agent.cgroupfs import CgroupFS
+    from kubectl_dra.nodescan.cgroupfs import CgroupFS
 
     class Denied(CgroupFS):
         def _stat(self, path):

@@ -53,13 +53,29 @@ def test_kubectl_completes_plugin_commands():
 
 
 def test_completion_protocol_directly():
+    """cobra's protocol: one ``value<TAB>description`` line per candidate (the description is the
+    command's short help), then ``:4`` (ShellCompDirectiveNoFileComp: a command or flag name is no file)."""
+    import click
+
+    from kubectl_dra.cli import cli
     from kubectl_dra.cli.completion import complete
 
-    assert complete(["__complete", "ex"])[0].startswith("explain\t")
-    assert complete(["explain", "cl"])[0].startswith("claim\t")
-    options = complete(["claims", "--o"])
-    assert any(line.startswith("--output\t") for line in options)
-    assert complete([])[-1] == ":4"
+    def line(group: click.Group, name: str) -> str:
+        return f"{name}\t{group.get_command(click.Context(group), name).get_short_help_str()}"
+
+    explain = cli.get_command(click.Context(cli), "explain")
+    # no word yet: every command; "ex": only explain; "explain cl": only its claim (of claim, node, pod)
+    assert complete([]) == [line(cli, name) for name in cli.list_commands(click.Context(cli))] + [":4"]
+    assert complete(["__complete", "ex"]) == [line(cli, "explain"), ":4"]
+    assert complete(["explain", "cl"]) == [line(explain, "claim"), ":4"]
+    # the flags of `claims` that start with --o: the shared -o/--output and kubectl get's --output-watch-events
+    assert [entry.split("\t")[0] for entry in complete(["claims", "--o"])] == \
+        ["--output", "--output-watch-events", ":4"]
+    # the console script answers on stdout, one line each, and exits 0 (kubectl reads nothing else)
+    answer = subprocess.run([sys.executable, "-c", "from kubectl_dra.cli.completion import main; main()",
+                             "__complete", "ex"], capture_output=True, text=True, timeout=60,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert (answer.returncode, answer.stdout, answer.stderr) == (0, f"{line(cli, 'explain')}\n:4\n", "")
 
 
 SNAP = ["--snapshot", str(EXAMPLE)]

@@ -12,6 +12,7 @@ import sys
 
 import pytest
 from builders import small_cluster
+from startup_paths import PATHS
 
 PROBE = """
 import json, sys
@@ -23,9 +24,7 @@ except SystemExit as exc:
     code = exc.code
 sys.stderr.write("\\nMODULES " + json.dumps(sorted(m for m in sys.modules if m.startswith("kubectl_dra"))) + "\\n")
 """
-HEAVY = {"kubectl_dra.model.pod", "kubectl_dra.model.karpenter", "kubectl_dra.model.workloads",
-         "kubectl_dra.claims.explain", "kubectl_dra.allocation.allocator", "kubectl_dra.allocation.cel",
-         "kubectl_dra.printers.claim_tree", "kubectl_dra.model.resource"}  # slices, classes, taint rules
+HEAVY = set(PATHS["light"].avoids)  # pods, slices, classes, taint rules, Karpenter, the explanation, the allocator
 
 
 def imported(kubeconfig: str, *args: str) -> tuple[subprocess.CompletedProcess, set[str]]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import yaml
@@ -51,8 +52,24 @@ def test_overlays_filters_and_json_contract(dra):
 
 
 def test_feature_gate_off_applies_nothing(dra):
-    result = dra("overlays", "--snapshot", str(EXAMPLE), "--feature-gate", "off")
-    assert "10.49264->" not in result.stdout and "OverlayFeatureGateOff" in result.stdout
+    on = dra("overlays", "--snapshot", str(EXAMPLE))
+    off = dra("overlays", "--snapshot", str(EXAMPLE), "--feature-gate", "off")
+    # a gate that is off is a setting, not an error, and the snapshot reads in full: exit 0, as with it on
+    assert (on.exit_code, off.exit_code) == (0, 0), off
+    # the same offerings, each at the provider's price (the left of "base->overlaid" with the gate on)
+    # and with no overlay applied
+    rows_on, rows_off = table_rows(on.stdout), table_rows(off.stdout)
+    assert any("->" in row[4] for row in rows_on)  # else this test would prove nothing
+    assert rows_off == [row[:4] + [row[4].split("->")[0], "<none>"] for row in rows_on]
+    # ... and that price is the catalog's own for the offering
+    catalog = yaml.safe_load((EXAMPLE / "karpenter" / "instance-types.yaml").read_text())["instanceTypes"]
+    prices = {(it["name"], o["capacityType"], o["zone"]): o["price"] for it in catalog for o in it["offerings"]}
+    assert [float(row[4]) for row in rows_off] == [prices[(row[1], row[2], row[3])] for row in rows_off]
+    # the warning counts the NodeOverlays the snapshot holds, none of which applies
+    overlays = load_snapshot(EXAMPLE).of_kind("NodeOverlay")
+    assert re.findall(r"^WARNING OverlayFeatureGateOff: .* none of the (\d+) NodeOverlays", off.stdout, re.M) == \
+        [str(len(overlays))]
+    assert "OverlayFeatureGateOff" not in on.stdout
 
 
 def test_catalog_flag_and_bad_catalog(tmp_path, dra):

@@ -11,7 +11,7 @@ import pytest
 
 from kubectl_dra.cgroups.options import NodeOptions
 from kubectl_dra.verify.compare import equivalent
-from node_agent.cgroupfs import CgroupFS
+from kubectl_dra.nodescan.cgroupfs import CgroupFS
 
 pytestmark = pytest.mark.kernel
 

@@ -71,7 +71,7 @@ def agent_tree() -> Path:
     from cgroup_tree import build_tree
     from kubectl_dra.cgroups.options import NodeOptions
     from kubectl_dra.kube.snapshot import load_snapshot
-    from node_agent.scan import pods_on
+    from kubectl_dra.nodescan.scan import pods_on
 
     root = Path(tempfile.mkdtemp(prefix="fuzz-tree-"))
     atexit.register(shutil.rmtree, root, True)

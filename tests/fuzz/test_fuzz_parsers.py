@@ -294,7 +294,7 @@ def test_cpu_manager_state_read_from_a_kubelet_root(document, wrapped, garbage):
     import tempfile
     from pathlib import Path
 
-    from node_agent.kubeletstate import read_kubelet_state
+    from kubectl_dra.nodescan.kubeletstate import read_kubelet_state
 
     text = json.dumps({"data": json.dumps(document)} if wrapped else document)
     with tempfile.TemporaryDirectory() as tmp:

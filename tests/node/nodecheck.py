@@ -1,7 +1,7 @@
 """What the node tier asks of a booted node, in the words of its tests.
 
 ``kernel_reads`` is the only tolerance: what a cgroup v2 file reads after a value is written to it
-(kubelet-cgroups.md §3.4, each rule seen on the real node here): memory files keep whole 4 KiB
+(docs/kubernetes/kubelet-cgroups.md §3.4, each rule seen on the real node here): memory files keep whole 4 KiB
 pages, hugetlb files whole huge pages, and under the systemd driver a CFS quota is rounded up to
 10 ms per second (CPUQuotaPerSecUSec). It is written here, apart from the product's own comparison,
 so that a wrong product rule cannot agree with itself.

@@ -5,7 +5,7 @@ read from the guest's /sys/fs/cgroup, within the kernel's own rounding (nodechec
 The node: cgroupfs driver, static CPU manager with CPU 0 reserved, Memory QoS (TieredReservation,
 throttling factor 0.9), containerd's default disable_hugetlb_controller = true, DRA
 node-allocatable resources on. ``FACTS`` are values the real node wrote, computed by hand from the
-pod specs and the formulas of kubelet-cgroups.md; they make sure each scenario really happened (a
+pod specs and the formulas of docs/kubernetes/kubelet-cgroups.md; they make sure each scenario really happened (a
 DRA amount that neither side added would still "match").
 """
 

@@ -23,7 +23,7 @@ def api_claims(booted) -> dict[str, dict]:
 def test_the_dra_checkpoint_is_read_as_the_real_kubelet_wrote_it(cgroupfs_node):
     path = f"{KUBELET_ROOT}/dra_manager_state"
     raw = cgroupfs_node.node.vm.read(path)[path]
-    assert '\\"ClaimInfoStateList\\"' in raw  # the list key the reference says a released kubelet writes
+    assert '\\"ClaimInfoStateList\\"' in raw  # the list key a released kubelet writes (docs/kubernetes/node-state.md §10)
     checkpoint = parse_dra_checkpoint(raw.encode())  # raises on a checksum mismatch: CRC-32 of Data
     claims = api_claims(cgroupfs_node)
     assert {c.name for c in checkpoint.claims} == set(claims) and len(claims) == 4

@@ -148,7 +148,7 @@ SNAP = ["--snapshot", "examples/cluster"]
     ["explain", "pod", "eval-replay", "-n", "default", *SNAP],
     ["overlays", *SNAP],
     ["taints", "--dry-run", "-f", "examples/taint-rules/drain-worker-gpu-2.yaml", *SNAP],
-    # node_agent's cgroup reader, which `verify --cgroup-root` imports from the agent
+    # the node scan's cgroup reader (kubectl_dra/nodescan/), which `verify --cgroup-root` runs
     ["verify", "--cgroup-root", "/nonexistent", "--node", "worker-gpu-1", *SNAP],
     ["version"],
 ], ids=lambda args: " ".join(args[:2]))

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from kubectl_dra.allocation.allocator import AllocatedState, Allocator
-from kubectl_dra.allocation.pools import gather
+from kubectl_dra.allocation.gather import gather
 from kubectl_dra.model.registry import parse_object
 from kubectl_dra.quantity import Quantity
 

@@ -168,7 +168,7 @@ def test_kubernetes_libraries(expression, expected):
 
 
 def test_invalid_attributes_fail_every_evaluation_on_the_device():
-    from kubectl_dra.allocation.pools import Pool
+    from kubectl_dra.allocation.gather import Pool
     from kubectl_dra.allocation.allocator import Allocator, AllocatedState
 
     view = Device.model_validate({"name": "d", "attributes": {"v": {"version": "not-a-version"}}})

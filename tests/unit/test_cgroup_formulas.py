@@ -1,4 +1,5 @@
-"""Unit conversions against the reference vectors (kubelet-cgroups.md §3, §5.1, §5.2, §5.10, §5.11)."""
+"""Unit conversions against the reference vectors
+(docs/kubernetes/kubelet-cgroups.md §3, §5.1, §5.2, §5.10, §5.11)."""
 
 from __future__ import annotations
 
@@ -105,7 +106,7 @@ def test_page_rounding():
     assert f.page_rounded(10**9) == 999997440
 
 
-# -- paths (§4) --------------------------------------------------------------------------------
+# -- paths (docs/kubernetes/kubelet-cgroups.md §4) -----------------------------------------------------------
 
 UID = "abc123-def456"
 

@@ -1,4 +1,4 @@
-"""Allocation -> recorded entry (KEP-5517 examples E1-E7) and the findings around it."""
+"""Allocation -> recorded entry (KEP-5517 examples E1-E7, docs/kubernetes/dra-apis.md §1.9) and the findings around it."""
 
 from __future__ import annotations
 
@@ -53,13 +53,15 @@ def entry_for(*args, **kwargs):
     return entry, findings
 
 
-def test_e1_device_multiplier_per_device():
+def test_device_multiplier_counts_per_device():
+    """KEP-5517 example E1 (docs/kubernetes/dra-apis.md §1.9)."""
     cpus = [dev(f"cpu{i}", nar={"cpu": {"mapping": {"deviceMultiplier": "1"}}}) for i in range(4)]
     entry, findings = entry_for(cpus, ["cpu0", "cpu1"])
     assert entry.mapping == {"cpu": Q("2")} and findings == []
 
 
-def test_e2_capacity_key_with_multiplier_and_zero_entries():
+def test_capacity_key_with_multiplier_and_zero_entries():
+    """KEP-5517 example E2 (docs/kubernetes/dra-apis.md §1.9)."""
     socket = dev("socket0", multi=True, capacity={"cores": "64", "memory": "256Gi"},
                  nar={"cpu": {"mapping": {"capacityKey": "cores", "capacityMultiplier": "2"}},
                       "memory": {"mapping": {"capacityKey": "memory", "capacityMultiplier": "1"}}})
@@ -69,7 +71,8 @@ def test_e2_capacity_key_with_multiplier_and_zero_entries():
     assert entry.mapping == {"cpu": Q("4"), "memory": Q("0")}  # v1 lists every capacity, even zero
 
 
-def test_e3_overhead_summed_and_containers_listed():
+def test_overhead_summed_and_containers_listed():
+    """KEP-5517 example E3 (docs/kubernetes/dra-apis.md §1.9)."""
     xpu = dev("xpu0", nar={"memory": {"overhead": {"perPod": "1Gi", "perContainer": "500Mi"}}})
     entry, _ = entry_for([xpu], ["xpu0"], containers=("app-c1", "app-c2"))
     assert entry.containers == ["app-c1", "app-c2"]
@@ -80,7 +83,8 @@ def test_e3_overhead_summed_and_containers_listed():
     assert two.overhead["memory"].per_pod == Q("2Gi")  # summed across the claim's devices
 
 
-def test_e4_capacity_key_needs_consumed_capacity():
+def test_capacity_key_needs_consumed_capacity():
+    """KEP-5517 example E4 (docs/kubernetes/dra-apis.md §1.9)."""
     l3 = dev("l3-0", capacity={"cpu": "8"}, nar={"cpu": {"mapping": {"capacityKey": "cpu", "capacityMultiplier": "1"}}})
     entry, findings = entry_for([l3], ["l3-0"], consumed={"cpu": "8"})
     assert entry.mapping == {"cpu": Q("8")}
@@ -88,7 +92,8 @@ def test_e4_capacity_key_needs_consumed_capacity():
     assert entry.mapping == {} and [f.code for f in findings] == ["ConsumedCapacityMissing"]
 
 
-def test_e5_first_available_gpu_has_no_entry():
+def test_first_available_gpu_has_no_entry():
+    """KEP-5517 example E5 (docs/kubernetes/dra-apis.md §1.9)."""
     gpu = dev("gpu-0", capacity={"memory": "80Gi"})
     entry, findings = entry_for([gpu], ["gpu-0"])
     assert entry is None and findings == []
@@ -97,7 +102,8 @@ def test_e5_first_available_gpu_has_no_entry():
     assert entry.mapping == {"cpu": Q("30")}
 
 
-def test_e6_multipliers():
+def test_capacity_and_device_multipliers():
+    """KEP-5517 example E6 (docs/kubernetes/dra-apis.md §1.9)."""
     cores = dev("s0", multi=True, capacity={"cores": "32"},
                 nar={"cpu": {"mapping": {"capacityKey": "cores", "capacityMultiplier": "2"}}})
     assert entry_for([cores], ["s0"], consumed={"cores": "8"})[0].mapping == {"cpu": Q("16")}
@@ -105,7 +111,8 @@ def test_e6_multipliers():
     assert entry_for(ccx, ["ccx0", "ccx1"])[0].mapping == {"cpu": Q("16")}
 
 
-def test_e7_136_allocation_multiplier_per_gpu():
+def test_allocation_multiplier_of_1_36_per_gpu():
+    """KEP-5517 example E7 (docs/kubernetes/dra-apis.md §1.9)."""
     gpus = [dev(f"gpu-{i}", old={"memory": {"allocationMultiplier": "2Gi"}}) for i in range(2)]
     entry, _ = entry_for(gpus, ["gpu-0", "gpu-1"])
     assert entry.resources == {"memory": Q("4Gi")} and entry.generation == "v1.36"

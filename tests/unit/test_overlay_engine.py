@@ -1,7 +1,8 @@
-"""NodeOverlay evaluation: Karpenter's controller cases (reference §4.2 V1-V14) and every rule of §6.
+"""NodeOverlay evaluation: Karpenter's controller cases V1-V14 (docs/kubernetes/nodeoverlay.md §4.2) and
+every rule of docs/kubernetes/nodeoverlay.md §6.
 
 Inputs are built the way the command builds them: NodeOverlay / NodePool views and InstanceType
-catalog entries. Fixture names follow the reference (F1, F3, ...; zN = test-zone-N).
+catalog entries. Fixture names follow docs/kubernetes/nodeoverlay.md §4 (F1, F3, ...; zN = test-zone-N).
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from kubectl_dra.kube.snapshot import load_snapshot
 from kubectl_dra.model.karpenter import NodeClaim, NodeOverlay, NodePool
 from kubectl_dra.model.node import Node
 from kubectl_dra.overlays.catalog import InstanceType, from_catalog, infer_from_cluster
-from kubectl_dra.overlays.engine import evaluate, processing_order
+from kubectl_dra.overlays.engine import processing_order
+from kubectl_dra.overlays.explain import evaluate
 from kubectl_dra.overlays.requirements import Requirement, Requirements, offering_compatible
 from kubectl_dra.overlays.validation import runtime_errors, validate_overlay
 
@@ -97,15 +99,17 @@ F3 = [instance_type(offerings=(("spot", 1, 1.020), ("on-demand", 2, 2.020), ("re
 ON_DEFAULT = [req(IT, "In", DEFAULT)]
 
 
-# -- reference §4.2: Karpenter's controller cases --------------------------------------------------------
+# -- docs/kubernetes/nodeoverlay.md §4.2: Karpenter's controller cases ---------------------------------------
 
-def test_v1_no_overlays_keeps_the_provider_price():
+def test_no_overlays_keeps_the_provider_price():
+    """Karpenter's controller case V1 (docs/kubernetes/nodeoverlay.md §4.2)."""
     result = evaluate([], [pool()], F1)
     assert prices(result) == {"spot/test-zone-1": 1.020}
     assert result.findings == []  # nothing to say, not even about reconciling
 
 
-def test_v2_overlay_without_price_or_capacity_is_ready():
+def test_overlay_without_price_or_capacity_is_ready():
+    """Karpenter's controller case V2 (docs/kubernetes/nodeoverlay.md §4.2)."""
     result = evaluate([overlay("o", requirements=ON_DEFAULT)], [pool()], F1)
     assert status(result, "o") == "Ready"
     assert prices(result) == {"spot/test-zone-1": 1.020}
@@ -113,7 +117,8 @@ def test_v2_overlay_without_price_or_capacity_is_ready():
 
 
 @pytest.mark.parametrize("field,value,want", [("price", "13234.223", 13234.223), ("adjustment", "+1000", 1001.020)])
-def test_v3_v4_price_and_adjustment(field, value, want):
+def test_price_and_adjustment_replace_the_provider_price(field, value, want):
+    """Karpenter's controller cases V3 (price) and V4 (adjustment), docs/kubernetes/nodeoverlay.md §4.2."""
     result = evaluate([overlay("o", requirements=ON_DEFAULT, **{field: value})], [pool()], F1)
     assert prices(result) == {"spot/test-zone-1": pytest.approx(want)}
     assert result.instance_type("np-1", DEFAULT).offerings[0].overlay == "o"
@@ -121,7 +126,8 @@ def test_v3_v4_price_and_adjustment(field, value, want):
 
 
 @pytest.mark.parametrize("field,value,want", [("price", "13234.223", 13234.223), ("adjustment", "+1000", 1001.020)])
-def test_v5_nodepool_scoped(field, value, want):
+def test_nodepool_requirement_scopes_the_price(field, value, want):
+    """Karpenter's controller case V5 (docs/kubernetes/nodeoverlay.md §4.2)."""
     result = evaluate([overlay("o", requirements=[req(NP, "In", "np-1")], **{field: value})],
                       [pool("np-1"), pool("np-2")], F1)
     assert prices(result, "np-1") == {"spot/test-zone-1": pytest.approx(want)}
@@ -132,7 +138,8 @@ def test_v5_nodepool_scoped(field, value, want):
     ("price", "13234.223", "232.11", 13234.223, 232.11),
     ("adjustment", "+1000", "+2500", 1001.020, 2501.020),
 ])
-def test_v6_equal_weights_on_different_nodepools_both_apply(field, a, b, want_a, want_b):
+def test_equal_weights_on_different_nodepools_both_apply(field, a, b, want_a, want_b):
+    """Karpenter's controller case V6 (docs/kubernetes/nodeoverlay.md §4.2)."""
     result = evaluate([overlay("a", requirements=[req(NP, "In", "np-1")], **{field: a}),
                        overlay("b", requirements=[req(NP, "In", "np-2")], **{field: b})],
                       [pool("np-1"), pool("np-2")], F1)
@@ -142,7 +149,8 @@ def test_v6_equal_weights_on_different_nodepools_both_apply(field, a, b, want_a,
 
 
 @pytest.mark.parametrize("field,value,want", [("price", "13234.223", 13234.223), ("adjustment", "+1000", 1001.020)])
-def test_v7_template_label_selects_the_nodepool(field, value, want):
+def test_template_label_selects_the_nodepool(field, value, want):
+    """Karpenter's controller case V7 (docs/kubernetes/nodeoverlay.md §4.2)."""
     result = evaluate([overlay("o", requirements=[req("test-label", "In", "test-value")], **{field: value})],
                       [pool("np-1"), pool("np-2", labels={"test-label": "test-value"})], F1)
     assert prices(result, "np-1") == {"spot/test-zone-1": 1.020}
@@ -151,7 +159,8 @@ def test_v7_template_label_selects_the_nodepool(field, value, want):
 
 @pytest.mark.parametrize("kwargs", [{"price": "13234.223"}, {"adjustment": "+1000"},
                                     {"capacity": {"smarter-devices/fuse": "1"}}])
-def test_v8_over_long_key_is_a_runtime_validation_failure(kwargs):
+def test_over_long_key_is_a_runtime_validation_failure(kwargs):
+    """Karpenter's controller case V8 (docs/kubernetes/nodeoverlay.md §4.2)."""
     key = "example.com/" + "a" * 251
     result = evaluate([overlay("o", requirements=[req(key, "Exists")], **kwargs)], [pool()], F1)
     view = result.overlay("o")
@@ -163,7 +172,8 @@ def test_v8_over_long_key_is_a_runtime_validation_failure(kwargs):
     assert codes(result) == ["OverlayRuntimeValidation"]
 
 
-def test_v9_no_such_instance_type_matches_nothing_but_stays_ready():
+def test_no_such_instance_type_matches_nothing_but_stays_ready():
+    """Karpenter's controller case V9 (docs/kubernetes/nodeoverlay.md §4.2)."""
     result = evaluate([overlay("o", requirements=[req(IT, "In", "default-instance-type-not-found")],
                                price="13234.223")], [pool()], F1)
     assert status(result, "o") == "Ready"
@@ -175,14 +185,16 @@ def test_v9_no_such_instance_type_matches_nothing_but_stays_ready():
 
 
 @pytest.mark.parametrize("field,value,want", [("price", "12321.32", 12321.32), ("adjustment", "+1000", 1005.020)])
-def test_v10_capacity_type_scoped_price(field, value, want):
+def test_capacity_type_requirement_scopes_the_price(field, value, want):
+    """Karpenter's controller case V10 (docs/kubernetes/nodeoverlay.md §4.2)."""
     its = [instance_type(offerings=(("spot", 1, 1.020), ("on-demand", 1, 5.020)))]
     result = evaluate([overlay("o", requirements=[req(CT, "In", "on-demand")], **{field: value})], [pool()], its)
     assert prices(result) == {"spot/test-zone-1": 1.020, "on-demand/test-zone-1": pytest.approx(want)}
 
 
 @pytest.mark.parametrize("field,value,want", [("price", "121.421", 121.421), ("adjustment", "+1000", 1001.020)])
-def test_v11_zone_scoped_price(field, value, want):
+def test_zone_requirement_scopes_the_price(field, value, want):
+    """Karpenter's controller case V11 (docs/kubernetes/nodeoverlay.md §4.2)."""
     its = [instance_type(offerings=(("spot", 1, 1.020), ("spot", 2, 5.020)))]
     result = evaluate([overlay("o", requirements=[req(ZONE, "In", z(1))], **{field: value})], [pool()], its)
     assert prices(result) == {"spot/test-zone-1": pytest.approx(want), "spot/test-zone-2": 5.020}
@@ -192,7 +204,8 @@ def test_v11_zone_scoped_price(field, value, want):
     ("price", "121.421", "165.421", (121.421, 121.421, 165.421)),
     ("adjustment", "+201", "-0.5", (203.020, 205.020, 0.52)),
 ])
-def test_v12_disjoint_offerings_at_equal_weight_do_not_conflict(field, a, b, want):
+def test_disjoint_offerings_at_equal_weight_do_not_conflict(field, a, b, want):
+    """Karpenter's controller case V12 (docs/kubernetes/nodeoverlay.md §4.2)."""
     result = evaluate([overlay("a", requirements=[req(ZONE, "In", z(2), z(4))], **{field: a}),
                        overlay("b", requirements=[req(CT, "In", "spot")], **{field: b})], [pool()], F3)
     assert prices(result) == {"on-demand/test-zone-2": pytest.approx(want[0]),
@@ -206,7 +219,8 @@ def test_v12_disjoint_offerings_at_equal_weight_do_not_conflict(field, a, b, wan
     ("price", "121.421", "165.421", (121.421, 165.421)),
     ("adjustment", "+201", "-1.5", (203.020, 2.520)),  # no stacking: z2 gets only the heavier adjustment
 ])
-def test_v13_higher_weight_wins_the_shared_offering(field, a, b, want):
+def test_higher_weight_wins_the_shared_offering(field, a, b, want):
+    """Karpenter's controller case V13 (docs/kubernetes/nodeoverlay.md §4.2)."""
     result = evaluate([overlay("a-test-100", 20, [req(ZONE, "In", z(2))], **{field: a}),
                        overlay("b-test-100", 10, [req(ZONE, "In", z(2), z(4))], **{field: b})], [pool()], F3)
     got = prices(result)
@@ -219,7 +233,8 @@ def test_v13_higher_weight_wins_the_shared_offering(field, a, b, want):
     assert "OverlayShadowed" not in codes(result)  # b still wins z4
 
 
-def test_v14_price_and_capacity_overlays_at_equal_weight_both_apply():
+def test_price_and_capacity_overlays_at_equal_weight_both_apply():
+    """Karpenter's controller case V14 (docs/kubernetes/nodeoverlay.md §4.2)."""
     result = evaluate([overlay("p", requirements=ON_DEFAULT, adjustment="+1000.0"),
                        overlay("c", requirements=ON_DEFAULT, capacity={"smarter-devices/fuse": "1"})], [pool()], F1)
     assert prices(result) == {"spot/test-zone-1": pytest.approx(1001.020)}
@@ -229,7 +244,7 @@ def test_v14_price_and_capacity_overlays_at_equal_weight_both_apply():
     assert status(result, "p") == status(result, "c") == "Ready"
 
 
-# -- §6.1 ordering -------------------------------------------------------------------------------------------
+# -- docs/kubernetes/nodeoverlay.md §6.1 ordering ------------------------------------------------------------
 
 def test_processing_order_weight_descending_unset_as_zero_ties_by_name_descending():
     overlays = [overlay("b", None), overlay("a", 5), overlay("c", 5), overlay("d", 1), overlay("e", None)]
@@ -257,7 +272,7 @@ def test_unset_weight_sorts_below_weight_one_and_two_unset_weights_conflict():
     assert result.overlay("unset-a").weight is None
 
 
-# -- §6.2 matching context -------------------------------------------------------------------------------
+# -- docs/kubernetes/nodeoverlay.md §6.2 matching context ----------------------------------------------------
 
 def test_template_requirements_are_not_part_of_the_matching_context():
     pools = [pool("by-requirement", requirements=[req("team", "In", "ml")]), pool("by-label", labels={"team": "ml"})]
@@ -308,7 +323,7 @@ def test_conflicting_template_label_and_instance_type_requirement_intersect_to_n
     assert result.overlay("o").matches == []
 
 
-# -- §6.3 per-offering price, per-type capacity -------------------------------------------------------
+# -- docs/kubernetes/nodeoverlay.md §6.3 per-offering price, per-type capacity -------------------------------
 
 def test_zone_scoped_capacity_applies_to_the_whole_instance_type():
     its = [instance_type(offerings=(("spot", 1, 1.0), ("spot", 2, 2.0)))]
@@ -334,7 +349,7 @@ def test_reserved_offering_keys_must_intersect_when_mentioned():
     assert view.offerings[1].requirements == {"karpenter.k8s.aws/capacity-reservation-id": ["cr-2"]}
 
 
-# -- §6.4 / §6.5 merge -----------------------------------------------------------------------------------
+# -- docs/kubernetes/nodeoverlay.md §6.4 / §6.5 merge --------------------------------------------------------
 
 def test_no_stacking_highest_weight_adjustment_only():
     its = [instance_type(offerings=(("spot", 1, 10.0),))]
@@ -369,7 +384,7 @@ def test_overlay_capacity_replaces_a_provider_value():
     assert view.capacity["nvidia.com/gpu"] == "8" and view.replaced_capacity == {"nvidia.com/gpu": "4"}
 
 
-# -- §6.6 / §6.7 conflicts -----------------------------------------------------------------------------------
+# -- docs/kubernetes/nodeoverlay.md §6.6 / §6.7 conflicts ----------------------------------------------------
 
 def test_equal_weight_capacity_on_the_same_key_conflicts():
     result = evaluate([overlay("x-cap", requirements=ON_DEFAULT, capacity={"a.example.com/k": "1"}),
@@ -442,7 +457,7 @@ def test_empty_capacity_map_resets_what_karpenter_remembers():
     assert status(without, "a") == "Conflict"
 
 
-# -- §6.7 runtime validation, §6.9 -----------------------------------------------------------------------
+# -- docs/kubernetes/nodeoverlay.md §6.7 runtime validation, §6.9 --------------------------------------------
 
 @pytest.mark.parametrize("requirements,capacity,expected", [
     ([req("karpenter.sh/foo", "Exists")], None, "using label karpenter.sh/foo is not allowed"),
@@ -548,7 +563,7 @@ def test_no_status_anywhere_suggests_the_controller_is_not_running():
     assert "OverlayNotReconciled" not in [f.code for f in evaluate(bare, [pool()], F1, gate_enabled=False).findings]
 
 
-# -- §6.10 hugepages, §6.11 gate ---------------------------------------------------------------------------
+# -- docs/kubernetes/nodeoverlay.md §6.10 hugepages, §6.11 gate ----------------------------------------------
 
 @pytest.mark.parametrize("capacity,allocatable,before", [
     ({"hugepages-2Mi": "1Gi"}, "3Gi", "4Gi"),

@@ -1,4 +1,4 @@
-"""Price arithmetic (reference §4.1, exact float64 equality) and the price grammar (§1.4)."""
+"""Price arithmetic, exact float64 equality, and the price grammar (docs/kubernetes/nodeoverlay.md §4.1, §1.4)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""PROPOSAL: ResourceSlice templates on NodeOverlays (unmerged Karpenter RFC, reference §3.2 and §6.12).
+"""PROPOSAL: ResourceSlice templates on NodeOverlays (unmerged Karpenter RFC, docs/kubernetes/nodeoverlay.md §3.2 and §6.12).
 
 Merged per (NodePool, instance type, driver): highest weight wins, equal weight on a driver is a
 conflict (the overlay is rejected atomically), different drivers merge. Predictions are compared
@@ -12,7 +12,7 @@ from builders import resource_slice
 
 from kubectl_dra.model.karpenter import NodeOverlay, NodePool
 from kubectl_dra.overlays.catalog import InstanceType
-from kubectl_dra.overlays.engine import evaluate, slices_for_node
+from kubectl_dra.overlays.explain import evaluate, slices_for_node
 from kubectl_dra.overlays.templates import compare_slices, merge_templates, parse_dynamic_resources, predict_slices
 
 IT = "node.kubernetes.io/instance-type"

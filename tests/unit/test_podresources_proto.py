@@ -8,7 +8,7 @@ import pytest
 
 from node_agent.podresources import api_pb2
 
-# message -> field -> (number, label repeated?), from the reference table of the kubelet's v1 API
+# message -> field -> (number, label repeated?), from the kubelet's v1 API (docs/kubernetes/node-state.md §12)
 CONTRACT = {
     "ListPodResourcesResponse": {"pod_resources": (1, True)},
     "PodResources": {"name": (1, False), "namespace": (2, False), "containers": (3, True), "cpu_ids": (4, True),

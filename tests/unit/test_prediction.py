@@ -1,5 +1,5 @@
-"""Pod and container cgroup predictions against the reference vectors (kubelet-cgroups.md §5,
-dra-apis.md §1.9), through the public functions."""
+"""Pod and container cgroup predictions against the reference vectors
+(docs/kubernetes/kubelet-cgroups.md §5, docs/kubernetes/dra-apis.md §1.9), through the public functions."""
 
 from __future__ import annotations
 
@@ -32,7 +32,8 @@ def container_files(pod, name, **options):
 
 R = lambda cpu, mem: {k: v for k, v in (("cpu", cpu), ("memory", mem)) if v}  # noqa: E731
 
-# §5.3 TestResourceConfigForPod: (containers, init, plr, period) -> (shares, quota or None, period, memory or None)
+# docs/kubernetes/kubelet-cgroups.md §5.3 TestResourceConfigForPod:
+# (containers, init, plr, period) -> (shares, quota or None, period, memory or None)
 RESOURCE_CONFIG_FOR_POD = [
     ("besteffort", [ctr("a")], [], None, 100000, 2, None, None),
     ("burstable-no-limits", [ctr("a", R("100m", "100Mi"))], [], None, 100000, 102, None, None),
@@ -81,7 +82,7 @@ def test_resource_config_for_pod(case, containers, init, plr, period, shares, qu
     assert files["memory.max"] == (str(memory) if memory else "max")
 
 
-# §5.6 calculateLinuxResources: (req, lim, plr limits) -> (shares, quota, memory)
+# docs/kubernetes/kubelet-cgroups.md §5.6 calculateLinuxResources: (req, lim, plr limits) -> (shares, quota, memory)
 CONTAINER_CASES = [
     ("Request128MBLimit256MB", R("1", "128Mi"), R("2", "128Mi"), None, 1024, 200000, 134217728),
     ("RequestNoMemory", R("2", None), R("8", None), None, 2048, 800000, 0),
@@ -125,7 +126,7 @@ def test_container_hugepages_every_host_size_listed():
     assert pod_level["hugetlb.2MB.max"] == "2097152" and pod_level["hugetlb.1GB.max"] == "0"  # requests
 
 
-# §5.9 PodRequests with DRA: (containers, init, plr, entries) -> expected requests
+# docs/kubernetes/kubelet-cgroups.md §5.9 PodRequests with DRA: (containers, init, plr, entries) -> expected requests
 Q = Quantity.parse
 PODREQUESTS_DRA = [
     ("no claims", [ctr("c1", R("100m", "1Gi"))], [], None, [], {"cpu": "100m", "memory": "1Gi"}),
@@ -152,7 +153,7 @@ PODREQUESTS_DRA = [
      {"memory": "2Gi"}),
     ("overhead per container", [ctr("c1", R(None, "1Gi"))], [], None,
      [entry("x", ["c1"], overhead={"memory": (None, "500Mi")})], {"memory": "1524Mi"}),
-    # dra-apis.md §1.9: ClaimA 4 CPU (c1,c2), ClaimB 2 CPU (c1), c1 request 1, c2 request 2 -> 9
+    # docs/kubernetes/dra-apis.md §1.9: ClaimA 4 CPU (c1,c2), ClaimB 2 CPU (c1), c1 request 1, c2 request 2 -> 9
     ("scheduler accounting", [ctr("c1", R("1", None)), ctr("c2", R("2", None))], [], None,
      [entry("A", ["c1", "c2"], {"cpu": "4"}), entry("B", ["c1"], {"cpu": "2"})], {"cpu": "9"}),
 ]
@@ -170,7 +171,7 @@ def test_option_off_ignores_claims():
     assert pod_requests(pod) == {"cpu": Q("100m")}
 
 
-# KEP-5517 cgroup walkthroughs W1-W6 (dra-apis.md §1.9). CPU in cores, memory in GiB.
+# KEP-5517 cgroup walkthroughs W1-W6 (docs/kubernetes/dra-apis.md §1.9). CPU in cores, memory in GiB.
 def cores(n) -> str:
     return f"{int(Q(str(n)).milli_value() * 100000 // 1000)} 100000"
 
@@ -214,7 +215,9 @@ WALKTHROUGHS = [
 
 
 @pytest.mark.parametrize("name,pod,pod_expect,containers", WALKTHROUGHS, ids=[w[0] for w in WALKTHROUGHS])
-def test_kep_walkthroughs(name, pod, pod_expect, containers):
+def test_kep_5517_walkthroughs_give_the_documented_cgroup_values(name, pod, pod_expect, containers):
+    """KEP-5517's walkthroughs W1-W6 (docs/kubernetes/dra-apis.md §1.9): pod and container cpu.weight, cpu.max
+    and memory.max."""
     prediction = predict(pod)
     weight, cpu, mem = pod_expect
     files = prediction.pod.files
@@ -228,7 +231,8 @@ def test_kep_walkthroughs(name, pod, pod_expect, containers):
         assert c.files["memory.max"] == (gib(mem) if mem is not None else "max"), c.name
 
 
-def test_w2_stays_best_effort_and_unlimited():
+def test_walkthrough_without_requests_stays_best_effort_and_unlimited():
+    """Walkthrough W2 (docs/kubernetes/dra-apis.md §1.9): DRA amounts never change the QoS class."""
     prediction = predict(W2)
     assert prediction.qos_class == "BestEffort"
     assert prediction.pod.path.startswith("kubepods.slice/kubepods-besteffort.slice/")
@@ -380,14 +384,15 @@ def test_memory_qos_without_a_limit_uses_node_allocatable():
     assert files["memory.high"] == str((GI + int(Q("0.9").as_fraction() * 10 * GI)) // 4096 * 4096)
 
 
-# ---- static CPU manager, cpuCFSQuota and CFS period (node-state.md §2, §7) --------------------
+# ---- static CPU manager, cpuCFSQuota and CFS period (docs/kubernetes/node-state.md §2, §7) ----------------
 
 def static(pod, **options):
     return predict(pod, cpu_manager_policy="static", **options)
 
 
 def test_worked_example_a_static_policy():
-    """node-state.md example A: Guaranteed, app 2 CPUs (exclusive) + side 500m (shared)."""
+    """Worked example A (docs/kubernetes/node-state.md §2.8): Guaranteed, app 2 CPUs (exclusive) + side 500m
+    (shared)."""
     pod = spec_pod([ctr("app", R("2", "1Gi"), R("2", "1Gi")), ctr("side", R("500m", "256Mi"), R("500m", "256Mi"))])
     gate_on = static(pod)
     files = {c.name: c.files for c in gate_on.containers}
@@ -468,7 +473,8 @@ def test_reasons_only_when_asked_and_the_values_do_not_depend_on_it(shape, optio
 
 
 def test_worked_example_d_cfs_period_and_quota_switch():
-    """node-state.md example D: cpuCFSQuotaPeriod 50ms, exclusive CPUs, cpuCFSQuota false."""
+    """Worked example D (docs/kubernetes/node-state.md §7): cpuCFSQuotaPeriod 50ms, exclusive CPUs, cpuCFSQuota
+    false."""
     half = spec_pod([ctr("a", R("500m", "100Mi"), R("500m", "100Mi")), ctr("b", R("500m", "100Mi"), R("500m", "100Mi"))])
     tuned = predict(half, cpu_cfs_period=50000)
     assert tuned.pod.files["cpu.max"] == "50000 50000" and tuned.containers[0].files["cpu.max"] == "25000 50000"

@@ -11,7 +11,7 @@ import pytest
 
 from kubectl_dra.model.node import Node
 from kubectl_dra.model.pod import Pod
-from kubectl_dra.scheduling import labels as lbl
+from kubectl_dra import labels as lbl
 from kubectl_dra.scheduling.framework import (ERROR, SKIP, SUCCESS, UNRESOLVABLE, UNSCHEDULABLE, Cycle, NodeInfo,
                                               PodInfo)
 from kubectl_dra.scheduling.topologyspread import (ERR_REASON_CONSTRAINTS_NOT_MATCH, ERR_REASON_NODE_LABEL_NOT_MATCH,

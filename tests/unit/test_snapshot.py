@@ -1,4 +1,4 @@
-"""Snapshot files (DESIGN §4.1): every file form, bad files reported precisely, the rest still read."""
+"""Snapshot files (docs/contracts.md §5.1): every file form, bad files reported precisely, the rest still read."""
 
 from __future__ import annotations
 

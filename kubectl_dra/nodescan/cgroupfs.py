@@ -12,6 +12,8 @@ import os
 import stat
 from pathlib import Path
 
+import psutil
+
 from kubectl_dra.cgroups.paths import qos_cgroup
 from kubectl_dra.verify.compare import ObservedCgroup
 
@@ -127,8 +129,6 @@ class CgroupFS:
     def process_names(self, relative: str, proc_root: str = "/proc", limit: int = 5) -> list[str]:
         """``pid name`` of the first processes in a cgroup (psutil over the host's /proc): who is
         running under a value that diverged."""
-        import psutil
-
         names = []
         previous = psutil.PROCFS_PATH
         psutil.PROCFS_PATH = proc_root

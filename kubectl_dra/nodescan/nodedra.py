@@ -2,6 +2,10 @@
 the kubelet's PodResources API. Each source is optional (the DaemonSet mounts each only with its
 opt-in component); what is absent, unreadable or corrupt is said in ``sources`` and nothing is
 concluded from it.
+
+The PodResources API is gRPC; its client is the agent's (``node_agent.podresources``) and is handed
+in as ``list_pod_resources``, so this package needs no gRPC. Without a client (``kubectl dra verify``)
+that source is not looked at: no ``podResources`` entry, and nothing concluded from it.
 """
 
 from __future__ import annotations
@@ -9,16 +13,19 @@ from __future__ import annotations
 import os
 import stat
 import time
+from typing import Callable
 
 from kubectl_dra.nodestate.cdi import build_index
 from kubectl_dra.nodestate.checkpoint import CheckpointError, parse_dra_checkpoint
 from kubectl_dra.nodestate.reconcile import NodeDRAState
 from kubectl_dra.text import plural
+from kubectl_dra.nodestate.podresources import PodResourcesView
 from kubectl_dra.verify.report import NodeSource
-from node_agent.kubeletstate import read_host_file, unreadable
+from kubectl_dra.nodescan.kubeletstate import read_host_file, unreadable
 
 DRA_CHECKPOINT = "dra_manager_state"
 DEFAULT_CDI_DIRS = ("/etc/cdi", "/var/run/cdi")
+POD_RESOURCES_SOCKET = "pod-resources/kubelet.sock"  # under the kubelet's root directory
 CHECKPOINT_HINT = "the kubelet writes it 0600 root: deploy manifests/node-dra-state"
 POD_RESOURCES_TIMEOUT = 5.0  # seconds for the kubelet to answer List
 REREAD_AFTER = 0.2  # seconds: a checkpoint that fails to parse is read once more before it is called corrupt
@@ -98,7 +105,15 @@ def read_cdi(dirs: tuple[str, ...], state: NodeDRAState) -> None:
     state.sources.append(NodeSource(name="cdi", path=joined, state="read", message=message))
 
 
-def read_pod_resources(socket_path: str | None, state: NodeDRAState, timeout: float | None = None) -> None:
+class PodResourcesUnavailable(Exception):
+    """The kubelet's PodResources API did not answer ``List``: why, in words (raised by the client)."""
+
+
+PodResourcesClient = Callable[[str, float], PodResourcesView]  # (socket path, timeout) -> the kubelet's answer
+
+
+def read_pod_resources(socket_path: str | None, state: NodeDRAState, client: PodResourcesClient,
+                       timeout: float | None = None) -> None:
     if not socket_path:
         return
     try:
@@ -116,23 +131,9 @@ def read_pod_resources(socket_path: str | None, state: NodeDRAState, timeout: fl
                                         message="not a unix socket"))
         return
     try:
-        import grpc
-
-        from node_agent.podresources import list_pod_resources
-    except ImportError as exc:  # a gRPC build this system cannot load (e.g. no libstdc++): say so, read the rest
-        state.sources.append(NodeSource(name="podResources", path=socket_path, state="unreadable",
-                                        message=f"the gRPC client cannot be loaded here: {exc}"))
-        return
-
-    try:
-        state.pod_resources = list_pod_resources(socket_path, timeout or POD_RESOURCES_TIMEOUT)
-    except grpc.RpcError as exc:
-        detail = exc.details() if hasattr(exc, "details") else str(exc)
-        code = exc.code().name if hasattr(exc, "code") else "error"
-        hint = " (connecting needs write access to the socket, which the kubelet creates for root)" \
-            if "ermission" in (detail or "") else ""
-        state.sources.append(NodeSource(name="podResources", path=socket_path, state="unreadable",
-                                        message=f"List failed: {code}: {detail}{hint}"))
+        state.pod_resources = client(socket_path, timeout or POD_RESOURCES_TIMEOUT)
+    except PodResourcesUnavailable as exc:
+        state.sources.append(NodeSource(name="podResources", path=socket_path, state="unreadable", message=str(exc)))
         return
     view = state.pod_resources
     state.sources.append(NodeSource(name="podResources", path=socket_path, state="read",
@@ -140,13 +141,15 @@ def read_pod_resources(socket_path: str | None, state: NodeDRAState, timeout: fl
 
 
 def read_node_dra(kubelet_root: str | None, cdi_dirs: tuple[str, ...] | None = None,
-                  pod_resources_socket: str | None = None) -> NodeDRAState:
-    """``pod_resources_socket`` defaults to ``<kubelet-root>/pod-resources/kubelet.sock``."""
-    from node_agent.podresources import SOCKET
-
+                  pod_resources_socket: str | None = None,
+                  list_pod_resources: PodResourcesClient | None = None) -> NodeDRAState:
+    """``pod_resources_socket`` defaults to ``<kubelet-root>/pod-resources/kubelet.sock``; it is read
+    only with a ``list_pod_resources`` client."""
     state = NodeDRAState()
     read_checkpoint(kubelet_root, state)
     read_cdi(tuple(cdi_dirs if cdi_dirs is not None else DEFAULT_CDI_DIRS), state)
-    socket_path = pod_resources_socket or (os.path.join(kubelet_root, SOCKET) if kubelet_root else None)
-    read_pod_resources(socket_path, state)
+    if list_pod_resources is not None:
+        socket_path = pod_resources_socket or (os.path.join(kubelet_root, POD_RESOURCES_SOCKET) if kubelet_root
+                                               else None)
+        read_pod_resources(socket_path, state, list_pod_resources)
     return state

@@ -22,9 +22,9 @@ from kubectl_dra.model.pod import Pod
 from kubectl_dra.verify.compare import ObservedPod, compare_pod, match_verdict, override_evidence
 from kubectl_dra.verify.crosscheck import pods_on
 from kubectl_dra.verify.report import Divergence, NodeEnforcementReport, PodVerdict, ReportMetadata, ReportStatus
-from node_agent.cgroupfs import CgroupFS
+from kubectl_dra.nodescan.cgroupfs import CgroupFS
+from kubectl_dra.nodescan.kubeletstate import KubeletState
 from kubectl_dra.nodestate.reconcile import NodeDRAState, reconcile
-from node_agent.kubeletstate import KubeletState
 
 NODE_LABEL = "kubectl-dra.io/node-name"
 RUNTIME_SCHEMES = {"containerd": "containerd", "cri-o": "crio"}

@@ -1,4 +1,4 @@
-"""The allocation explainer's result (``Allocation``, DESIGN §4.3), apart from the allocator: the
+"""The allocation explainer's result (``Allocation``, docs/contracts.md §3.9), apart from the allocator: the
 claim and pod explanations carry it without importing the allocator, CEL or the pool gathering."""
 
 from __future__ import annotations

@@ -205,8 +205,14 @@ def _regex_error(msg: str, fmt: str, *examples: str) -> str:
     return f"{msg} (e.g. {shown}regex used for validation is '{fmt}')"
 
 
-def qualified_name_errors(key: str) -> list[str]:
-    """``content.IsLabelKey`` (v0.37.2 wording: lengths in bytes)."""
+def _length(text: str, unit: str) -> int:
+    return len(text.encode()) if unit == "bytes" else len(text)
+
+
+def qualified_name_errors(key: str, *, what: str = "a valid label key", unit: str = "bytes") -> list[str]:
+    """``content.IsLabelKey`` (v0.37.2 wording: lengths in bytes). Karpenter's NodeOverlay validation
+    runs an older apimachinery's ``IsQualifiedName``: ``what="a qualified name"``, lengths in
+    ``unit="characters"``."""
     parts = key.split("/")
     errors = []
     if len(parts) == 1:
@@ -216,29 +222,29 @@ def qualified_name_errors(key: str) -> list[str]:
         if not prefix:
             errors.append("prefix part must be non-empty")
         else:
-            if len(prefix.encode()) > 253:
-                errors.append("prefix part must be no more than 253 bytes")
+            if _length(prefix, unit) > 253:
+                errors.append(f"prefix part must be no more than 253 {unit}")
             if not _DNS1123.fullmatch(prefix):
                 errors.append("prefix part " + _regex_error(
                     "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
                     "'.', and must start and end with an alphanumeric character", _DNS1123_FMT, "example.com"))
     else:
-        return ["a valid label key " + _regex_error(_NAME_MSG, _NAME_FMT, "MyName", "my.name", "123-abc")
+        return [f"{what} " + _regex_error(_NAME_MSG, _NAME_FMT, "MyName", "my.name", "123-abc")
                 + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"]
     if not name:
         errors.append("name part must be non-empty")
-    elif len(name.encode()) > 63:
-        errors.append("name part must be no more than 63 bytes")
+    elif _length(name, unit) > 63:
+        errors.append(f"name part must be no more than 63 {unit}")
     if not _NAME.fullmatch(name):
         errors.append("name part " + _regex_error(_NAME_MSG, _NAME_FMT, "MyName", "my.name", "123-abc"))
     return errors
 
 
-def label_value_errors(value: str) -> list[str]:
-    """``content.IsLabelValue``."""
+def label_value_errors(value: str, *, unit: str = "bytes") -> list[str]:
+    """``content.IsLabelValue`` (``unit`` as for :func:`qualified_name_errors`)."""
     errors = []
-    if len(value.encode()) > 63:
-        errors.append("must be no more than 63 bytes")
+    if _length(value, unit) > 63:
+        errors.append(f"must be no more than 63 {unit}")
     if not _VALUE.fullmatch(value):
         errors.append(_regex_error(
             "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and "

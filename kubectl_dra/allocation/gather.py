@@ -8,10 +8,15 @@ request that sees it fails), and one with a newer generation elsewhere is droppe
 Pools are ordered by (driver, pool) with pools holding devices with binding conditions last;
 slices by name; devices in slice order. A pool with a duplicate device, a duplicate counter set
 or a device consuming an unknown counter is invalid.
+
+A field the allocator reads that did not validate when the slice was read (a counter value that is
+no quantity, a taint effect that is no string) leaves the pool or the device unreadable: the
+allocator says it cannot tell instead of deciding on what is left of them.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from kubectl_dra.model.node import Node
@@ -31,10 +36,21 @@ class Pool:
     others: list[ResourceSlice] = field(default_factory=list)  # same pool and generation, other nodes
     counter_sets: dict[str, dict[str, object]] = field(default_factory=dict)  # set -> counter -> Quantity
     binding: bool = False
+    unreadable: str | None = None  # a counter field of the pool's slices did not validate: its counters are unknown
+    unreadable_devices: dict[str, str] = field(default_factory=dict)  # device name -> its field that did not validate
+    unselectable_devices: dict[str, str] = field(default_factory=dict)  # the same, for a field selectors read
 
     @property
     def key(self) -> str:
         return f"{self.driver}/{self.name}"
+
+    def unreadable_for(self, device: Device, *, selected: bool) -> str | None:
+        """Why what the allocator would decide on ``device`` is unknown (an invalid field), or None:
+        before its selectors are evaluated, a field they read (or its node selection); once they
+        select it, any field the allocator reads."""
+        if not selected:
+            return self.unselectable_devices.get(device.name)
+        return self.unreadable_devices.get(device.name) or self.unreadable
 
     def devices(self):
         """(slice, device) in the allocator's order."""
@@ -57,8 +73,7 @@ def node_matches(node: Node, name: str | None, all_nodes: bool | None, selector:
 
 
 def _uses_compatibility_groups(rs: ResourceSlice) -> bool:
-    return any(isinstance(use, dict) and use.get("compatibilityGroups")
-               for device in rs.spec.devices for use in device.consumes_counters)
+    return any(use.compatibility_groups for device in rs.spec.devices for use in device.consumes_counters)
 
 
 def _relevant(rs: ResourceSlice, node: Node) -> bool:
@@ -72,35 +87,64 @@ def _relevant(rs: ResourceSlice, node: Node) -> bool:
 
 
 def _counter_sets(slices: list[ResourceSlice]) -> tuple[dict, str | None]:
-    from kubectl_dra.quantity import Quantity, QuantityError
-
     sets: dict[str, dict[str, object]] = {}
     for rs in slices:
         for counter_set in rs.spec.shared_counters:
-            name = counter_set.get("name") if isinstance(counter_set, dict) else None
-            if not isinstance(name, str):
+            name = counter_set.name
+            if name is None:
                 continue
             if name in sets:
                 return sets, f"duplicate counter set {name!r}"
-            values = {}
-            for counter, spec in (counter_set.get("counters") or {}).items():
-                try:
-                    values[counter] = Quantity.parse(str((spec or {}).get("value")))
-                except (QuantityError, AttributeError):
-                    return sets, f"counter {name}/{counter} has no valid value"
-            sets[name] = values
+            sets[name] = {counter: spec.value for counter, spec in counter_set.counters.items()}
     return sets, None
 
 
 def _consumption_problem(device: Device, sets: dict) -> str | None:
     for use in device.consumes_counters:
-        name = use.get("counterSet") if isinstance(use, dict) else None
+        name = use.counter_set
         if name not in sets:
             return f"device {device.name} consumes unknown counter set {name!r}"
-        for counter in (use.get("counters") or {}):
+        for counter in use.counters:
             if counter not in sets[name]:
                 return f"device {device.name} consumes unknown counter {name}/{counter}"
     return None
+
+
+DEVICE_FIELDS = frozenset({"attributes", "capacity", "allowMultipleAllocations", "taints", "bindingConditions",
+                           "bindingFailureConditions", "bindsToNode", "nodeName", "nodeSelector", "allNodes"})
+"""The device fields the allocator reads for that device alone: one that did not validate leaves
+the device unreadable (its name, or its counter consumption, the whole pool)."""
+
+_DEVICE_PATH = re.compile(r"spec\.devices\[(\d+)\](?:\.(\w+))?")
+
+
+def _selectors_read(field: str, rest: str) -> bool:
+    """Whether a device's selectors (its attributes and capacity values) or its node selection read
+    the invalid field ``field`` + ``rest`` (a capacity's request policy is read only once selected)."""
+    return field in ("attributes", "nodeName", "nodeSelector", "allNodes") or \
+        field == "capacity" and ".requestPolicy" not in rest
+
+
+def _unreadable(slices: list[ResourceSlice], pool: Pool) -> None:
+    """Record the fields of the pool's slices that did not validate: a device field the allocator
+    reads for that device; anything else of the spec it reads (counters, which partitions share; a
+    device that was dropped, which shifts the rest; the pool and node fields) for the whole pool."""
+    for rs in slices:
+        for invalid in rs.invalid_fields:
+            where = f"ResourceSlice {rs.name}: {invalid.path} did not validate"
+            device = _DEVICE_PATH.match(invalid.path)
+            if device is None:
+                if invalid.path.startswith("spec.") and pool.unreadable is None:
+                    pool.unreadable = where
+            elif device[2] == "taints" and invalid.path.endswith(".timeAdded"):
+                continue  # the allocator reads a taint's key, value and effect; when it was added is the evictions'
+            elif device[2] in DEVICE_FIELDS and int(device[1]) < len(rs.spec.devices):
+                name = rs.spec.devices[int(device[1])].name
+                pool.unreadable_devices.setdefault(name, where)
+                if _selectors_read(device[2], invalid.path[device.end(2):]):
+                    pool.unselectable_devices.setdefault(name, where)
+            elif device[2] in (None, "name", "consumesCounters") and pool.unreadable is None:
+                pool.unreadable = where
 
 
 def _build(driver: str, name: str, kept: list[ResourceSlice], pool_slices: list[ResourceSlice] | None,
@@ -114,6 +158,7 @@ def _build(driver: str, name: str, kept: list[ResourceSlice], pool_slices: list[
         if rs.name in kept_names:
             continue
         (counter_slices if rs.spec.shared_counters else pool.others).append(rs)
+    _unreadable([*kept, *(pool_slices or ())], pool)
     pool.counter_sets, problem = _counter_sets(counter_slices)
     seen: set[str] = set()
     for rs in pool.slices:
@@ -121,7 +166,7 @@ def _build(driver: str, name: str, kept: list[ResourceSlice], pool_slices: list[
             if device.name in seen:
                 problem = problem or f"duplicate device name {device.name!r}"
             seen.add(device.name)
-    for rs in (*pool.slices, *pool.others) if partitionable else ():
+    for rs in (*pool.slices, *pool.others) if partitionable and pool.unreadable is None else ():
         for device in rs.spec.devices:
             problem = problem or _consumption_problem(device, pool.counter_sets)
     pool.invalid = problem

@@ -18,59 +18,20 @@ user ends has found nothing wrong); with 4 when something could not be read alon
 (stderr says what).
 """
 
+
 from __future__ import annotations
 
-import functools
 import json
+import os
 import queue
+import sys
 import threading
-from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Hashable
 
-import click
-
-from kubectl_dra.cli.exitcodes import ExitStatus
-
-
-@dataclass(frozen=True)
-class WatchOptions:
-    watch: bool = False
-    only: bool = False  # --watch-only: no list printed first
-    events: bool = False  # --output-watch-events
-
-    @property
-    def on(self) -> bool:
-        return self.watch or self.only
-
-
-def watch_options(what: str):
-    """``-w/--watch``, ``--watch-only`` and ``--output-watch-events``; the command receives
-    ``watch=WatchOptions``."""
-
-    def decorate(command):
-        @functools.wraps(command)
-        def wrapper(*args, watch_flag, watch_only, output_watch_events, **kwargs):
-            return command(*args, watch=WatchOptions(watch_flag, watch_only, output_watch_events), **kwargs)
-
-        wrapper = click.option("--output-watch-events", is_flag=True,
-                               help="With -w: say what each row is, in a first EVENT column (ADDED, MODIFIED, "
-                                    "DELETED; {\"type\", \"object\"} with -o json/yaml).")(wrapper)
-        wrapper = click.option("--watch-only", is_flag=True,
-                               help=f"Watch for changes to {what} without printing the list first.")(wrapper)
-        wrapper = click.option("-w", "--watch", "watch_flag", is_flag=True,
-                               help=f"After the list, print one row each time {what} change, as kubectl get -w "
-                                    "(until Ctrl-C or --request-timeout).")(wrapper)
-        return wrapper
-
-    return decorate
-
-
-def check_watch(watch: WatchOptions, kube, output) -> None:
-    """Usage errors (exit 2), said before anything is read."""
-    if watch.events and not watch.on:
-        raise click.UsageError("--output-watch-events can only be used with --watch or --watch-only")
-    if watch.on and kube.snapshot:
-        raise click.UsageError("-w/--watch follows a live cluster; a snapshot does not change (drop --snapshot)")
+from kubectl_dra.errors import ApiError
+from kubectl_dra.exitcodes import ExitStatus
+from kubectl_dra.printers.documents import _JSON_UNSAFE, to_yaml
+from kubectl_dra.printers.problems import problem_lines
 
 
 def deadline(opened) -> float | None:
@@ -82,8 +43,6 @@ def deadline(opened) -> float | None:
 
 def json_line(document: dict) -> str:
     """One document on one line (JSON Lines), escaped as ``-o json`` is."""
-    from kubectl_dra.printers.documents import _JSON_UNSAFE
-
     text = json.dumps(document, ensure_ascii=False, separators=(",", ":"))
     return (_JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text) if _JSON_UNSAFE.search(text) else text) + "\n"
 
@@ -107,8 +66,6 @@ class RowStream:
             self.write(text)
 
     def document(self, kind: str, document: dict) -> None:
-        from kubectl_dra.printers.documents import to_yaml
-
         body = {"type": kind, "object": document} if self.events else document
         if self.output.format == "json":
             self.write(json_line(body), encoded=True)
@@ -127,8 +84,6 @@ class RowStream:
     def problems(self, inventory) -> None:
         """The problems of a read, each said once for the whole watch (a forbidden kind is
         re-read on every event); any error-level one makes the exit 4."""
-        from kubectl_dra.printers.problems import problem_lines
-
         for line in problem_lines(inventory):
             if line not in self.said:
                 self.said.add(line)
@@ -149,9 +104,6 @@ class OutputClosed(Exception):
 
 def _silence_stdout() -> None:
     """Point stdout at /dev/null so that the interpreter's last flush does not fail again."""
-    import os
-    import sys
-
     try:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     except (OSError, ValueError, AttributeError):  # not a real file (a test's capture)
@@ -169,8 +121,6 @@ def run(body: Callable[[], int]) -> int:
 def follow(stream: RowStream, events, handle: Callable) -> ExitStatus:
     """Feed each event to ``handle`` until the watch ends: at its deadline, on Ctrl-C (exit 0),
     or when the server refuses it or stays away (said on stderr, exit 4)."""
-    from kubectl_dra.errors import ApiError
-
     try:
         for event in events:
             handle(event)
@@ -179,6 +129,14 @@ def follow(stream: RowStream, events, handle: Callable) -> ExitStatus:
     except ApiError as exc:
         stream.error(str(exc))
     return stream.status
+
+
+def changes(shown: dict[Hashable, object], current: dict[Hashable, object]) -> list[tuple[str, object]]:
+    """What a view whose rows are computed anew on each change tells: ADDED and MODIFIED rows in
+    ``current``'s order, then DELETED ones as last shown (rows keyed by what they are about)."""
+    changed = [("MODIFIED" if key in shown else "ADDED", row) for key, row in current.items()
+               if key not in shown or shown[key] != row]
+    return changed + [("DELETED", row) for key, row in shown.items() if key not in current]
 
 
 def merged(watches, timeout_check: Callable[[], bool]):

@@ -14,6 +14,7 @@ import os
 from dataclasses import dataclass
 
 from kubectl_dra.cgroups.cpumanager import CPUManagerState, CPUManagerStateError, parse_cpu_manager_state
+from kubectl_dra.nodescan.cgroupfs import read_small
 
 DEFAULT_KUBELET_ROOT = "/var/lib/kubelet"
 CPU_MANAGER_STATE = "cpu_manager_state"
@@ -41,8 +42,6 @@ def unreadable(exc: OSError, hint: str) -> str:
 def read_host_file(path: str, hint: str, limit: int = MAX_STATE_BYTES) -> tuple[bytes | None, str | None]:
     """(content, why it could not be read); (None, None) when the file is simply not there. ``hint``
     says what a permission error means (which overlay mounts the file for a root agent)."""
-    from node_agent.cgroupfs import read_small
-
     try:  # non-blocking and regular files only: a FIFO or a device where a state file belongs never hangs a scan
         data = read_small(path, limit=limit)
     except FileNotFoundError:

@@ -1,19 +1,25 @@
-"""What every kubectl-dra command does around its core: report problems and pick the exit code,
-fetch the named object first, join the rest of the reads."""
+"""A command's inputs: open the source (cluster or snapshot), fetch the named object first, join
+the rest of the reads, and report what could not be read with the exit code it implies.
+
+(Not ``runtime``: in this tool ``--runtime`` is the container runtime, containerd or CRI-O.)"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from pathlib import Path
 
-from kubectl_dra.cli.exitcodes import ExitStatus
 from kubectl_dra.env import Environment
+from kubectl_dra.errors import ApiError, InputError, NotFoundError
+from kubectl_dra.exitcodes import ExitStatus
 from kubectl_dra.kube.options import KubeOptions
+from kubectl_dra.kube.reads import ReadRequest
 from kubectl_dra.kube.sources import Opened, open_source
-from kubectl_dra.model.inventory import Inventory
+from kubectl_dra.model.claim import ResourceClaim, ResourceClaimTemplate
+from kubectl_dra.model.inventory import Inventory, Problem
 from kubectl_dra.printers.problems import problem_lines
 
-if TYPE_CHECKING:
-    from kubectl_dra.kube.reads import ReadRequest
+# The plain ``claims`` list builds views of claims only (tests/e2e/test_light_paths.py): the Pod, slice,
+# Node and Karpenter views and the catalog reader below cost ~130 ms to import, so each function that
+# needs them imports them under ``# start-up: light``.
 
 
 def open_for(env: Environment, kube: KubeOptions) -> Opened:
@@ -34,8 +40,6 @@ def report_problems(env: Environment, inventory: Inventory) -> ExitStatus:
 def require_kinds(env: Environment, inventory: Inventory, *models) -> None:
     """Stop with exit 3 when a kind the output is made of could not be read: an empty table or
     list would say "none" where the truth is "unknown"."""
-    from kubectl_dra.errors import ApiError
-
     missing = [m.KIND for m in models if m.KIND not in inventory.read_kinds]
     if missing:
         report_problems(env, inventory)
@@ -50,9 +54,6 @@ def fetch_named(env: Environment, opened: Opened, model, namespace: str | None, 
     Returns the object and the inventory it came in (whose problems the caller keeps);
     raises :class:`NotFoundError` after reporting what could not be read.
     """
-    from kubectl_dra.errors import InputError, NotFoundError
-    from kubectl_dra.kube.reads import ReadRequest
-
     first = opened.source.read([ReadRequest(model, namespace, field_selector=f"metadata.name={name}")])
     if model.NAMESPACED and namespace is None:
         matches = [obj for obj in first.all(model) if obj.name == name]
@@ -75,7 +76,7 @@ def fetch_named(env: Environment, opened: Opened, model, namespace: str | None, 
 def slice_requests(claims) -> list:
     """The slices an explanation needs: those of the pools its claims' devices came from, one
     list per (driver, pool) with a field selector, instead of every slice in the cluster."""
-    from kubectl_dra.kube.reads import ReadRequest
+    # start-up: light
     from kubectl_dra.model.resource import ResourceSlice
 
     pairs = sorted({(r.driver, r.pool) for claim in claims if claim.status.allocation
@@ -87,7 +88,7 @@ def slice_requests(claims) -> list:
 def claim_user_pods(namespace: str | None) -> ReadRequest:
     """The pods that can matter to a claim (see ``Pod.uses_claims``): what claim lists and the taint
     view read. The others are validated against a three-field view only and never kept."""
-    from kubectl_dra.kube.reads import ReadRequest
+    # start-up: light
     from kubectl_dra.model.pod import Pod, PodWithoutClaims
 
     return ReadRequest(Pod, namespace, keep_raw=False, keep=Pod.uses_claims, skip=PodWithoutClaims)
@@ -97,9 +98,8 @@ def allocation_requests(namespace: str | None, node: str | None = None) -> list:
     """What explaining an allocation needs: the nodes (or one), every slice and DeviceTaintRule (their
     taints), the device classes, every claim (what they hold is in use) and the namespace's claim
     templates (a pod's claims before they exist)."""
-    from kubectl_dra.kube.reads import ReadRequest
+    # start-up: light
     from kubectl_dra.model.node import Node
-    from kubectl_dra.model.claim import ResourceClaim, ResourceClaimTemplate
     from kubectl_dra.model.resource import DeviceClass, DeviceTaintRule, ResourceSlice
 
     return [ReadRequest(Node, field_selector=f"metadata.name={node}" if node else None, keep_raw=False),
@@ -125,3 +125,41 @@ def join_first(inventory: Inventory, found, first: Inventory) -> Inventory:
 def read_around(opened: Opened, found, first: Inventory, requests) -> Inventory:
     """The rest of what a command needs, joined with the object fetched first."""
     return join_first(opened.source.read(requests), found, first)
+
+
+def read_overlay_inputs(opened, catalog: Path | None, extra_requests=(), *, require_overlays: bool = True):
+    """Overlays, NodePools, NodeClaims, Nodes (+ extra kinds), and the instance types to evaluate.
+
+    Without Karpenter, ``overlays`` has nothing to say (an error); ``explain node`` goes on without."""
+    # start-up: light
+    from kubectl_dra.kube.snapshot import read_documents
+    from kubectl_dra.model.karpenter import NodeClaim, NodeOverlay, NodePool
+    from kubectl_dra.model.node import Node
+    from kubectl_dra.overlays.catalog import from_catalog, infer_from_cluster
+
+    inventory = opened.source.read([ReadRequest(NodeOverlay, required=require_overlays),
+                                    ReadRequest(NodePool, required=require_overlays),
+                                    ReadRequest(NodeClaim, required=False), ReadRequest(Node, required=False),
+                                    *extra_requests])
+    if require_overlays and "NodeOverlay" not in inventory.read_kinds:
+        reason = next((p.message for p in inventory.problems if p.kind == "NodeOverlay"), "")
+        raise NotFoundError(f"no NodeOverlays to explain: {reason or 'they could not be read'} "
+                            "(is Karpenter installed, with the NodeOverlay CRD?)")
+    documents = list(inventory.documents.get("InstanceTypeCatalog", []))
+    if catalog is not None:
+        if str(catalog) == "-" and getattr(opened.source, "path", None) == "-":
+            raise InputError("--catalog - and --snapshot - both read standard input: give one of them a file")
+        documents = [d for d in read_documents(catalog, allow_stdin=True) if isinstance(d, dict)
+                     and d.get("kind") == "InstanceTypeCatalog"]
+        if not documents:
+            raise InputError(f"{catalog}: no InstanceTypeCatalog document in it")
+    instance_types, catalog_problems = [], []
+    for doc in documents:
+        found: list[str] = []
+        instance_types.extend(from_catalog(doc, found))
+        where = str(catalog) if catalog is not None else inventory.document_files.get(id(doc))
+        catalog_problems += [f"{where}: {m}" if where else m for m in found]
+    inventory.problems += [Problem(message=m, kind="InstanceTypeCatalog") for m in catalog_problems]
+    if not documents:
+        instance_types = infer_from_cluster(inventory.all(Node), inventory.all(NodeClaim), inventory.all(NodePool))
+    return inventory, instance_types
