@@ -1,6 +1,11 @@
 """DeviceTaintRules that cannot be evaluated, through the CLI on a snapshot: their devices are "cannot
 tell" for `explain claim`, `explain pod` and `claims` (no false "fits"), and `taints` names the rule
-on stderr with exit 4 (no false eviction, no silence). See docs/kubernetes/dra-apis.md §7."""
+on stderr with exit 4 (no false eviction, no silence). See docs/kubernetes/dra-apis.md §7.
+
+No real component confirms these verdicts: the v1.37.2 API server refuses such a rule on create
+(validateDeviceTaint), so only a snapshot, or a server of a later release with an effect this one
+does not know, can hold one. "Cannot tell" is the answer because the rule's meaning is unknown
+here, not because a scheduler was seen to refuse."""
 
 from __future__ import annotations
 
