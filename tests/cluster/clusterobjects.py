@@ -1,4 +1,5 @@
-"""What the control-plane tests build again and again: a Ready node without a kubelet, and a poll."""
+"""What the control-plane tests build again and again: a Ready node without a kubelet, a driver's
+DeviceClass, a poll, and the wait for the scheduler's decision on a pod."""
 
 from __future__ import annotations
 
@@ -29,3 +30,25 @@ def wait_for(what: str, check, timeout: float = 60.0, every: float = 0.3):
             return got
         time.sleep(every)
     raise AssertionError(f"timed out waiting for {what}")
+
+
+def driver_class(driver: str) -> dict:
+    """A DeviceClass named after its driver, selecting every device the driver publishes."""
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": driver},
+            "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{driver}"'}}]}}
+
+
+def scheduled_false(pod: dict) -> dict | None:
+    """The pod's PodScheduled=False condition: the scheduler could not place it (None otherwise)."""
+    for condition in pod.get("status", {}).get("conditions", []):
+        if condition["type"] == "PodScheduled" and condition["status"] == "False":
+            return condition
+    return None
+
+
+def settle(plane, namespace: str, name: str, timeout: float = 45.0) -> dict:
+    """The pod once the scheduler decided: bound, or PodScheduled False."""
+    def decided():
+        pod = plane.request("GET", f"/api/v1/namespaces/{namespace}/pods/{name}")
+        return pod if pod["spec"].get("nodeName") or scheduled_false(pod) else None
+    return wait_for(f"pod {namespace}/{name} to be bound or unschedulable", decided, timeout=timeout, every=0.1)

@@ -14,10 +14,9 @@ Every earlier pod's allocation is in the state the next one sees (nothing is eve
 from __future__ import annotations
 
 import random
-import time
 
 import pytest
-from clusterobjects import ready_node
+from clusterobjects import ready_node, settle
 from loader import load
 
 from kubectl_dra.allocation.explain import explain_allocation
@@ -85,19 +84,6 @@ def pod_for(claim: dict) -> dict:
                      "tolerations": [{"operator": "Exists"}]}}
 
 
-def settle(plane, name: str, timeout: float = 45.0) -> dict:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        pod = plane.request("GET", f"/api/v1/namespaces/{NAMESPACE}/pods/{name}")
-        if pod["spec"].get("nodeName"):
-            return pod
-        for condition in pod.get("status", {}).get("conditions", []):
-            if condition["type"] == "PodScheduled" and condition["status"] == "False":
-                return pod
-        time.sleep(0.2)
-    raise AssertionError(f"pod {name} neither bound nor unschedulable after {timeout}s")
-
-
 @pytest.fixture(scope="module")
 def cluster(full_cluster, tmp_path_factory):
     load(full_cluster, [ready_node(n) for n in NODES])
@@ -126,7 +112,7 @@ def test_the_scheduler_agrees_with_the_explainer(cluster, seed):
         explained = explain_allocation([mine], inventory, keep_infeasible=len(NODES) + 10)
         assert not [n for n in explained.nodes if n.error or n.undetermined], explained
         load(plane, [pod_for(claim)])
-        pod = settle(plane, claim["metadata"]["name"])
+        pod = settle(plane, NAMESPACE, claim["metadata"]["name"])
         where = pod["spec"].get("nodeName")
         story = {n.node: n.message for n in explained.nodes}
         if where:

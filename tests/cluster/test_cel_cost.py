@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 import urllib.error
 
-from clusterobjects import ready_node
+from clusterobjects import driver_class, ready_node
 from loader import load
 
 NODE = "cel-cost-node-1"
@@ -45,8 +45,7 @@ def _pod(name: str) -> dict:
 def test_selector_between_the_budgets_is_no_verdict_and_the_scheduler_runs_it(full_cluster, dra, tmp_path):
     plane = full_cluster
     load(plane, [ready_node(NODE),
-                 {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": DRIVER},
-                  "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}]}},
+                 driver_class(DRIVER),
                  {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": f"{NODE}-cel"},
                   "spec": {"driver": DRIVER, "nodeName": NODE, "pool": {"name": NODE, "generation": 1,
                                                                         "resourceSliceCount": 1},

@@ -12,7 +12,7 @@ that p1 fits and the scheduler binds the pod.
 from __future__ import annotations
 
 import pytest
-from clusterobjects import ready_node, wait_for
+from clusterobjects import driver_class, ready_node, scheduled_false, settle, wait_for
 from loader import load
 
 from kubectl_dra.allocation.explain import explain_allocation
@@ -56,29 +56,11 @@ def pod_for(name: str) -> dict:
                      "tolerations": [{"operator": "Exists"}]}}
 
 
-def scheduled(plane, name: str) -> tuple[str | None, str | None]:
-    """(node, None) once bound, (None, message) once the scheduler said it cannot place it."""
-    pod = plane.request("GET", f"/api/v1/namespaces/{NAMESPACE}/pods/{name}")
-    if pod["spec"].get("nodeName"):
-        return pod["spec"]["nodeName"], None
-    for condition in pod.get("status", {}).get("conditions", []):
-        if condition["type"] == "PodScheduled" and condition["status"] == "False":
-            return None, condition.get("message", "")
-    return None, None
-
-
-def verdict(plane, name: str) -> tuple[str | None, str | None] | None:
-    """:func:`scheduled` once the scheduler has decided, else None."""
-    got = scheduled(plane, name)
-    return got if any(got) else None
-
-
 @pytest.fixture(scope="module")
 def cluster(full_cluster, tmp_path_factory):
     load(full_cluster, [
         ready_node(NODE),
-        {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": DRIVER},
-         "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}]}},
+        driver_class(DRIVER),
         counter_slice("8"),
         {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": f"{NODE}-devices"},
          "spec": {"driver": DRIVER, "nodeName": NODE,
@@ -107,7 +89,7 @@ def resize_sm(plane, sm: str) -> None:
 def test_an_overdrawn_counter_refuses_a_device_that_does_not_consume_it(cluster):
     plane, kubeconfig = cluster
     load(plane, [claim_for("big", "big"), pod_for("big")])
-    assert wait_for("the first pod bound to p0", lambda: scheduled(plane, "big")[0]) == NODE
+    assert settle(plane, NAMESPACE, "big")["spec"].get("nodeName") == NODE
     load(plane, [claim_for("small", "small")])
     # sm used exactly (8 of 8): p1, which consumes only mem, fits
     assert feasible(kubeconfig, "small")[0] == [NODE]
@@ -119,10 +101,10 @@ def test_an_overdrawn_counter_refuses_a_device_that_does_not_consume_it(cluster)
         "p1": "shared counter gpu/sm of the pool is overdrawn (-4 left after the cluster's allocations): the "
               "scheduler refuses every device of the pool that consumes counters"}, story
     load(plane, [pod_for("small")])
-    node, message = wait_for("the scheduler's verdict on the second pod", lambda: verdict(plane, "small"))
-    assert node is None and message, message  # the real scheduler refuses it too
+    pod = settle(plane, NAMESPACE, "small")
+    assert not pod["spec"].get("nodeName") and scheduled_false(pod), pod["status"]  # the real scheduler refuses it too
 
     resize_sm(plane, "8")  # room again: both say p1 fits, and the scheduler binds the pod
     assert feasible(kubeconfig, "small")[0] == [NODE]
-    assert wait_for("the second pod bound once sm grew back", lambda: scheduled(plane, "small")[0],
-                    timeout=90) == NODE
+    assert wait_for("the second pod bound once sm grew back", lambda: plane.request(
+        "GET", f"/api/v1/namespaces/{NAMESPACE}/pods/small")["spec"].get("nodeName"), timeout=90) == NODE

@@ -43,7 +43,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 import pytest
-from clusterobjects import ready_node, wait_for
+from clusterobjects import ready_node, scheduled_false, settle, wait_for
 from loader import load
 
 from kubectl_dra.kube.options import KubeOptions
@@ -526,23 +526,6 @@ def clean_slate(plane) -> None:
     wait_for("the previous scenario's objects to be gone", lambda: all(_absent(plane, p) for p in paths), timeout=60)
 
 
-def settle(plane, ns: str, name: str, timeout: float = 45.0) -> dict:
-    """The pod once the scheduler decided: bound, or PodScheduled False."""
-    def decided():
-        pod = plane.request("GET", f"/api/v1/namespaces/{ns}/pods/{name}")
-        if pod["spec"].get("nodeName") or _scheduled_false(pod):
-            return pod
-        return None
-    return wait_for(f"pod {ns}/{name} to be bound or unschedulable", decided, timeout=timeout, every=0.1)
-
-
-def _scheduled_false(pod: dict) -> dict | None:
-    for condition in pod.get("status", {}).get("conditions", []):
-        if condition["type"] == "PodScheduled" and condition["status"] == "False":
-            return condition
-    return None
-
-
 def up_to_preemption(message: str) -> str:
     """FitError.Error() with the PostFilter part (" preemption: ...") taken off."""
     at = message.find(" preemption:")
@@ -595,7 +578,7 @@ def test_the_explainer_writes_the_schedulers_message(plane, dra, tmp_path, capsy
             load(plane, [pod])
             got = settle(plane, ns, name)
             where = got["spec"].get("nodeName")
-            condition = _scheduled_false(got) if not where else None
+            condition = scheduled_false(got) if not where else None
             theirs = up_to_preemption(condition.get("message", "")) if condition else None
             problems = []
             undetermined = [n.node for n in mine.nodes if n.fits is None]

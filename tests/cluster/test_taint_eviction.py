@@ -11,7 +11,7 @@ import time
 
 import pytest
 import yaml
-from clusterobjects import ready_node, wait_for
+from clusterobjects import driver_class, ready_node, wait_for
 from loader import load
 
 NAMESPACE = "taint-oracle"
@@ -21,8 +21,7 @@ NODES = ["taint-node-1", "taint-node-2"]
 
 def objects() -> list[dict]:
     out = [ready_node(n) for n in NODES]
-    out.append({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": DRIVER},
-                "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}]}})
+    out.append(driver_class(DRIVER))
     for n in NODES:
         out.append({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": f"{n}-evict"},
                     "spec": {"driver": DRIVER, "nodeName": n, "pool": {"name": n, "generation": 1, "resourceSliceCount": 1},

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from clusterobjects import ready_node, wait_for
+from clusterobjects import driver_class, ready_node, wait_for
 from loader import load
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -45,8 +45,7 @@ def user_pod(name: str, claim_name: str) -> dict:
 def cluster(full_cluster, tmp_path_factory):
     load(full_cluster, [
         ready_node(NODE),
-        {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": DRIVER},
-         "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}]}},
+        driver_class(DRIVER),
         {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": f"{NODE}-watch"},
          "spec": {"driver": DRIVER, "nodeName": NODE, "pool": {"name": NODE, "generation": 1, "resourceSliceCount": 1},
                   "devices": [{"name": "dev-0"}, {"name": "dev-1"}]}},
