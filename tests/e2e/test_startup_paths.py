@@ -70,6 +70,23 @@ def test_every_start_up_path_is_used_and_documented():
     assert (used, documented) == (set(PATHS), set(PATHS))
 
 
+def test_each_path_names_every_file_that_defers_for_it():
+    """docs/architecture.md §5's "Where" column lists each module holding an import of that path."""
+    section = (ROOT / "docs/architecture.md").read_text().split("## 5.")[1]
+    rows = {m.group(1): m.group(2) for m in re.finditer(r"^\| `([\w-]+)` \|[^|]*\|(.*)\|$", section, re.M)}
+    def named(path: Path, row: str) -> bool:
+        """The module, or its whole directory (`cli/`), as kubectl_dra/'s tables write it or from the root."""
+        forms = [path.relative_to(ROOT).as_posix()]
+        if path.is_relative_to(ROOT / "kubectl_dra"):
+            inner = path.relative_to(ROOT / "kubectl_dra").as_posix()
+            forms += [inner, inner.rsplit("/", 1)[0] + "/" if "/" in inner else None]
+        return any(f"`{form}`" in row for form in forms if form)
+
+    unnamed = sorted({f"{name}: {p.relative_to(ROOT)}" for p in SOURCES for _, name in lazy_imports(p)
+                      if name and not named(p, rows.get(name, ""))})
+    assert unnamed == []
+
+
 def test_the_marker_reader_covers_a_block_and_only_a_block(tmp_path):
     """The reader the rule rests on: a comment covers the imports right below it, not a later one."""
     module = tmp_path / "m.py"
