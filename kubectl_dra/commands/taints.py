@@ -50,12 +50,26 @@ def run(env: Environment, *, kube: KubeOptions, output: OutputOptions, filename:
     emit(env, result, output, text=lambda: taint_table(result, wide=output.wide, no_headers=output.no_headers,
                                                        style=Style(env.use_color)))
     status = report_problems(env, inventory)
-    for line in result.problems[len(inventory.problems):]:  # the DeviceTaintRules it could not evaluate
+    for line in _unevaluated_rules(result, inventory):
         env.error(f"error: {line}")
         status = ExitStatus.PARTIAL
     if status == ExitStatus.OK and evicts(result):
         status = ExitStatus.DIVERGED
     return status
+
+
+def _unevaluated_rules(result: TaintExplanation, inventory) -> list[str]:
+    """The DeviceTaintRules the view could not evaluate: explain_taints puts them after the read's
+    own problems."""
+    return result.problems[len(inventory.problems):]
+
+
+def _say_once(stream: watching.RowStream, lines: list[str]) -> None:
+    """Each line once for the whole watch, as the read problems are (exit 4)."""
+    for line in lines:
+        if line not in stream.said:
+            stream.said.add(line)
+            stream.error(line)
 
 
 def _reads() -> list[ReadRequest]:
@@ -99,9 +113,7 @@ def _watch(env: Environment, opened: Opened, output: OutputOptions, watch: Watch
             if printed.prose:
                 (env.error if output.no_headers else stream.write)(printed.prose)
     stream.problems(inventory)
-    for line in result.problems[len(inventory.problems):]:  # the DeviceTaintRules it could not evaluate
-        stream.said.add(line)
-        stream.error(line)
+    _say_once(stream, _unevaluated_rules(result, inventory))
     until = watching.deadline(opened)
     for watcher in watches:
         watcher.deadline = until
@@ -119,10 +131,7 @@ def _watch(env: Environment, opened: Opened, output: OutputOptions, watch: Watch
         if ResourceSlice.KIND not in fresh.read_kinds:
             return  # said above; the rows shown stay the last ones known
         now = explain_taints(fresh, env.now())
-        for line in now.problems[len(fresh.problems):]:
-            if line not in stream.said:  # said once for the whole watch, as the read problems
-                stream.said.add(line)
-                stream.error(line)
+        _say_once(stream, _unevaluated_rules(now, fresh))
         current = {d.device: d for d in now.devices}
         changed = watching.changes(shown, current)
         shown = current
