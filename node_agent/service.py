@@ -180,13 +180,10 @@ class Agent:
         self.stop.set()
         self.trigger.set()
 
-    def serve_forever(self) -> int:
-        """Serve until SIGTERM/SIGINT. The scan loop runs in a daemon thread, so a scan blocked in
-        a read never holds the exit; the main thread only waits for ``stop``."""
-        signal.signal(signal.SIGTERM, self.shutdown)
-        signal.signal(signal.SIGINT, self.shutdown)
-        if self.server is None:
-            self.start_http()
+    def start(self) -> None:
+        """Connect (or say why not yet: the loop retries) and start the watches and the scan loop
+        in daemon threads; ``shutdown`` ends them. The service and the benchmark's many agents in
+        one process start here."""
         try:
             self.connect()
         except DRAError as exc:
@@ -194,6 +191,15 @@ class Agent:
         if self.session is not None:
             threading.Thread(target=self.watch_pods, name="watch", daemon=True).start()
         threading.Thread(target=self.loop, name="scan", daemon=True).start()
+
+    def serve_forever(self) -> int:
+        """Serve until SIGTERM/SIGINT. The scan loop runs in a daemon thread, so a scan blocked in
+        a read never holds the exit; the main thread only waits for ``stop``."""
+        signal.signal(signal.SIGTERM, self.shutdown)
+        signal.signal(signal.SIGINT, self.shutdown)
+        if self.server is None:
+            self.start_http()
+        self.start()
         while not self.stop.wait(1.0):  # a timed wait, so the signal handler runs promptly
             pass
         self.server.shutdown()
