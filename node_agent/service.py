@@ -1,7 +1,9 @@
 """The DaemonSet service loop (one scan from a node shell is once.py).
 
 The service keeps serving the last report while the API server is away, reconnects with
-backoff, and rescans when this node's pods change (a watch) or every ``interval`` seconds.
+backoff, and rescans when what it watches changes (its node's pods, its Node, their claims:
+cache.py) or every ``interval`` seconds. A scan reads the API from those watches, so an idle
+node costs the API server its open watches and nothing else.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from kubectl_dra.model.node import Node
 from kubectl_dra.nodescan.node import HostPaths, NodeScan, choose_node
 from kubectl_dra.printers.options import OutputOptions
 from kubectl_dra.verify.report import NodeEnforcementReport
+from node_agent.cache import WatchedSource
 from node_agent.netns import check_network
 from node_agent.podresources import list_pod_resources
 from node_agent.publish import Metrics, Publisher
@@ -38,7 +41,7 @@ class AgentConfig:
     check_network: bool = False
     proc_root: str = "/proc"
     node_flags: dict = field(default_factory=dict)
-    watch_timeout: float = 300.0
+    watch_timeout: float = 300.0  # a watch stream lasts this to twice this (client-go's 5-10 minutes)
     kubelet_root: str | None = None
     cdi_dirs: tuple[str, ...] | None = None
 
@@ -62,6 +65,7 @@ class Agent:
         self.stop = threading.Event()
         self.trigger = threading.Event()
         self.session = None
+        self.source = None
         self.scanner: NodeScan | None = None
         self.publisher = None
         self.server = None
@@ -74,6 +78,8 @@ class Agent:
             self.env.error(notice)
         self.source = opened.source
         self.session = getattr(opened.source, "session", None)
+        if opened.live:
+            self.source = WatchedSource(opened.source, self.trigger.set, stream_seconds=self.config.watch_timeout)
         self.scanner = NodeScan(self.source, self.config.node, self.config.node_flags, self.config.host,
                                 name_source="--node or NODE_NAME", list_pod_resources=list_pod_resources,
                                 cache=self.predictions)
@@ -82,6 +88,8 @@ class Agent:
         """Read, compare, record metrics; publish when enabled. API failures raise ApiError."""
         started = time.perf_counter()
         result = self.scanner.run()
+        if isinstance(self.source, WatchedSource):  # claims no pod here uses any more: stop watching them
+            self.source.sweep()
         report, inventory = result.report, result.inventory
         for severity, problem in result.problems:
             if problem not in self.said:  # once per agent, not once per scan
@@ -124,23 +132,6 @@ class Agent:
         self.server = serve(self.config.listen, self.metrics.registry, self.healthy, self.ready, self.report_document)
         return self.server
 
-    def watch_pods(self) -> None:
-        """Set ``trigger`` whenever this node's pods change; reconnects quietly on errors."""
-        backoff = 1.0
-        while not self.stop.is_set():
-            try:
-                query = [("fieldSelector", f"spec.nodeName={self.config.node}"),
-                         ("timeoutSeconds", str(int(self.config.watch_timeout)))]
-                for event in self.session.watch("/api/v1/pods", query, timeout=self.config.watch_timeout + 5):
-                    backoff = 1.0
-                    if event.get("type") in ("ADDED", "MODIFIED", "DELETED"):
-                        self.trigger.set()
-                    if self.stop.is_set():
-                        return
-            except (ApiError, AttributeError):
-                self.stop.wait(backoff)
-                backoff = min(backoff * 2, MAX_BACKOFF)
-
     def loop(self) -> None:
         backoff = 1.0
         while not self.stop.is_set():
@@ -179,17 +170,17 @@ class Agent:
         second instead of after its grace period's SIGKILL."""
         self.stop.set()
         self.trigger.set()
+        if isinstance(self.source, WatchedSource):
+            self.source.close()
 
     def start(self) -> None:
-        """Connect (or say why not yet: the loop retries) and start the watches and the scan loop
-        in daemon threads; ``shutdown`` ends them. The service and the benchmark's many agents in
-        one process start here."""
+        """Connect (or say why not yet: the loop retries) and start the scan loop in a daemon
+        thread (its first scan opens the watches); ``shutdown`` ends both. The service and the
+        benchmark's many agents in one process start here."""
         try:
             self.connect()
         except DRAError as exc:
             self.env.error(f"cannot connect yet: {exc}")
-        if self.session is not None:
-            threading.Thread(target=self.watch_pods, name="watch", daemon=True).start()
         threading.Thread(target=self.loop, name="scan", daemon=True).start()
 
     def serve_forever(self) -> int:

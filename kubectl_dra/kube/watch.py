@@ -45,11 +45,17 @@ class KindWatch:
 
     def __init__(self, source: LiveSource, request: ReadRequest, *, deadline: float | None = None,
                  clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
-                 warn: Callable[[str], None] = lambda message: None):
+                 warn: Callable[[str], None] = lambda message: None, resume_attempts: int = RESUME_ATTEMPTS,
+                 stream_seconds: Callable[[], float] = lambda: STREAM_SECONDS):
         # a source of its own (same session, same discovery): a list records its resourceVersion
         # on the source, and the taint view lists other kinds meanwhile in another thread
         self.source, self.request = LiveSource(source.session, served=source.served()), request
         self.deadline, self.clock, self.sleep, self.warn = deadline, clock, sleep, warn
+        # how many times in a row an unreachable server is retried before events() raises (0: at
+        # once, for a cache that must not serve what it can no longer follow), and how long one
+        # stream asks to last (a cache on every node draws it at random: no reconnect storms)
+        self.resume_attempts, self.stream_seconds = resume_attempts, stream_seconds
+        self.closed = False
         self.known: dict[tuple[str | None, str], KubeObject] = {}
         self.version: str | None = None  # the resourceVersion to resume from
         self.api_version: str | None = None
@@ -74,7 +80,11 @@ class KindWatch:
         return objects, inventory
 
     def expired(self) -> bool:
-        return self.deadline is not None and self.clock() >= self.deadline
+        return self.closed or (self.deadline is not None and self.clock() >= self.deadline)
+
+    def close(self) -> None:
+        """Make events() end at its next event or bookmark, or when its stream ends."""
+        self.closed = True
 
     def events(self) -> Iterator[WatchEvent]:
         """Changes after the list, until the deadline (forever without one)."""
@@ -103,6 +113,8 @@ class KindWatch:
                         version = (body.get("metadata") or {}).get("resourceVersion")
                         if version:
                             self.version = version
+                        if self.expired():
+                            return
                         continue
                     event = self._event(kind, body)
                     if event is not None:
@@ -116,7 +128,7 @@ class KindWatch:
                     raise
                 else:  # unreachable: the server may be restarting
                     failures, unreachable = failures + 1, exc
-                    if failures > RESUME_ATTEMPTS:
+                    if failures > self.resume_attempts:
                         raise ApiError(f"the watch of {self.request.resource} was lost: {exc}") from None
                     self._pause(RESUME_BACKOFF * 2 ** (failures - 1))
                     continue
@@ -136,7 +148,7 @@ class KindWatch:
     def _stream(self) -> Iterator[dict]:
         path, first = self.source.list_request(self.request, self.api_version)
         query = [q for q in first if q[0] != "limit"]
-        seconds = STREAM_SECONDS
+        seconds = int(self.stream_seconds())
         if self.deadline is not None:
             seconds = max(1, min(seconds, int(self.deadline - self.clock() + 0.999)))
         query += [("resourceVersion", self.version or "0"), ("allowWatchBookmarks", "true"),

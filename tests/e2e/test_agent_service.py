@@ -39,6 +39,9 @@ def test_survives_api_server_outage(agent):
     base = "http://127.0.0.1:%d" % agent.start_http().server_address[1]
     agent.scan_once()
     server.stop()
+    # the watches see the server go at once; what they hold is then no longer served: a scan lists
+    # again, fails, and the last report stays
+    until(lambda: agent.source.open_watches() == 0)
     with pytest.raises(ApiError):
         agent.scan_once()
     code, report = get(base + "/report")  # the last report is still served

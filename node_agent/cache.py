@@ -1,0 +1,177 @@
+"""What the agent knows of the API between scans: its node's pods, its Node and its claims, kept
+current by watches, so a scan costs no request when nothing changed.
+
+A scan reads through :class:`WatchedSource` as it would through the live source. A request with
+a field selector (this node's pods, this Node, one claim by name) is answered from memory: the
+first read lists it and opens a watch from the list's resourceVersion (bookmarks, a re-list on 410:
+:class:`~kubectl_dra.kube.watch.KindWatch`), and every event after that updates what is held and
+wakes the agent (``on_change``). Anything else (the opt-in network check's cluster-wide reads) is
+listed each time, as before.
+
+What was read and can no longer be followed is never served: when a watch fails (refused, or the
+server unreachable even once), the next read lists again, and a list that fails raises, so the
+scan fails and the agent keeps its last report. Watches a scan no longer reads (a claim no pod on
+the node uses any more) are closed by :meth:`WatchedSource.sweep` after each scan.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+from typing import Callable, Iterable
+
+from kubectl_dra.errors import ApiError
+from kubectl_dra.kube.live import LiveSource
+from kubectl_dra.kube.reads import ReadRequest
+from kubectl_dra.kube.watch import KindWatch
+from kubectl_dra.model.base import KubeObject
+from kubectl_dra.model.inventory import Inventory
+from kubectl_dra.model.registry import invalid_field_problems
+
+
+def _request_key(request: ReadRequest) -> tuple:
+    return request.model.KIND, request.namespace, request.field_selector, request.label_selector
+
+
+class _Watched:
+    """One request's objects, listed once and then followed by a watch in a daemon thread."""
+
+    def __init__(self, source: LiveSource, request: ReadRequest, on_change: Callable[[], None],
+                 stream_seconds: Callable[[], float]):
+        self.request, self.on_change = request, on_change
+        self.watch = KindWatch(source, request, resume_attempts=0, stream_seconds=stream_seconds,
+                               warn=self._invalid)
+        self.lock = threading.Lock()
+        self.objects: dict[tuple[str | None, str], KubeObject] = {}
+        # per object, the fields that did not validate: said with every read, as a list says them
+        self.problems: dict[tuple[str | None, str], list[str]] = {}
+        self.failure: str | None = None  # why what is held can no longer be followed
+        self.following = False
+
+    def list(self) -> Inventory:
+        """List now (in the caller's thread: a failure raises there) and start following."""
+        objects, inventory = self.watch.list()
+        with self.lock:
+            self.objects = {(o.namespace, o.name): o for o in objects}
+            self.problems = {key: invalid_field_problems(o) for key, o in self.objects.items() if o.invalid_fields}
+            self.failure = None
+        inventory.extend(objects)
+        held = {message for messages in self.problems.values() for message in messages}
+        # an object the list had to skip has no state to follow: such a read is listed every time
+        skipped = any(p.message not in held for p in inventory.problems)
+        if self.watch.readable and not self.watch.closed and not skipped:
+            self.following = True
+            threading.Thread(target=self._follow, name=f"watch {self.request.resource}", daemon=True).start()
+        return inventory
+
+    def inventory(self) -> Inventory:
+        inventory = Inventory()
+        with self.lock:
+            inventory.extend(list(self.objects.values()))
+            for key in sorted(self.problems, key=lambda k: (k[0] or "", k[1])):
+                for message in self.problems[key]:
+                    inventory.problem(message, kind=self.request.model.KIND)
+        inventory.read_kinds.add(self.request.model.KIND)
+        return inventory
+
+    def current(self) -> bool:
+        with self.lock:
+            return self.following and self.failure is None
+
+    def close(self) -> None:
+        self.watch.close()
+
+    def _invalid(self, message: str) -> None:
+        # an object changed into one that does not validate: what is held of it is out of date,
+        # and a fresh list says so the way a first read does
+        self._fail(message)
+
+    def _fail(self, message: str) -> None:
+        with self.lock:
+            if self.failure is None:
+                self.failure = message
+        self.watch.close()
+        self.on_change()
+
+    def _follow(self) -> None:
+        try:
+            for event in self.watch.events():
+                if self.watch.closed:
+                    return
+                key = (event.object.namespace, event.object.name)
+                with self.lock:
+                    self.problems.pop(key, None)
+                    if event.type == "DELETED":
+                        self.objects.pop(key, None)
+                    else:
+                        self.objects[key] = event.object
+                        if event.object.invalid_fields:
+                            self.problems[key] = invalid_field_problems(event.object)
+                self.on_change()
+        except ApiError as exc:
+            if not self.watch.closed:
+                self._fail(str(exc))
+        except Exception as exc:  # noqa: BLE001 - a thread must not die silently and leave the cache "current"
+            self._fail(f"internal: {type(exc).__name__}: {exc}")
+        finally:
+            with self.lock:
+                self.following = False
+
+
+class WatchedSource:
+    """A live source whose narrow reads are served from watches (see the module docstring)."""
+
+    def __init__(self, source: LiveSource, on_change: Callable[[], None] = lambda: None, *,
+                 stream_seconds: float = 300.0):
+        self.source, self.on_change = source, on_change
+        # client-go's reflector asks for 5 to 10 minutes per stream: reconnects spread out
+        self.stream_seconds = lambda: random.uniform(stream_seconds, 2 * stream_seconds)
+        self.watched: dict[tuple, _Watched] = {}
+        self.used: set[tuple] = set()
+        self.lists = 0  # lists made (first reads and re-lists after a failure)
+
+    @property
+    def description(self) -> str:
+        return self.source.description
+
+    @property
+    def session(self):
+        return self.source.session
+
+    def read(self, requests: Iterable[ReadRequest], into: Inventory | None = None) -> Inventory:
+        inventory = into if into is not None else Inventory()
+        for request in requests:
+            if request.field_selector is None:
+                self.source.read([request], inventory)
+                continue
+            key = _request_key(request)
+            self.used.add(key)
+            watched = self.watched.get(key)
+            if watched is not None and watched.current():
+                part = watched.inventory()
+            else:
+                if watched is not None:
+                    watched.close()
+                watched = self.watched[key] = _Watched(self.source, request, self.on_change, self.stream_seconds)
+                self.lists += 1
+                part = watched.list()
+            inventory.extend(part.objects())
+            inventory.problems.extend(part.problems)
+            inventory.read_kinds |= part.read_kinds
+        return inventory
+
+    def sweep(self) -> int:
+        """Close the watches no read used since the last sweep; returns how many were closed."""
+        gone = [key for key in self.watched if key not in self.used]
+        for key in gone:
+            self.watched.pop(key).close()
+        self.used = set()
+        return len(gone)
+
+    def close(self) -> None:
+        for watched in self.watched.values():
+            watched.close()
+        self.watched.clear()
+
+    def open_watches(self) -> int:
+        return sum(w.current() for w in self.watched.values())
