@@ -59,6 +59,12 @@ class Metrics:
                                   "When the NodeEnforcementReport object was last known current: written, or "
                                   "unchanged since the agent's last write (0: not written yet)",
                                   ["node"], registry=self.registry)
+        # what the agent costs the API server: the watches it keeps open, and the lists it had to
+        # make (first reads, a claim the node starts using, a watch that failed or expired)
+        self.watches = Gauge("dra_agent_api_watches", "Watches the agent keeps open (its node's pods, its Node, "
+                             "one per claim in use)", ["node"], registry=self.registry)
+        self.lists = Gauge("dra_agent_api_lists", "Lists the agent made since it started (each read is listed "
+                           "once, then watched)", ["node"], registry=self.registry)
         self.registry.register(_ProcessCollector())
 
     def record(self, report: NodeEnforcementReport, seconds: float) -> None:

@@ -90,6 +90,8 @@ class Agent:
         result = self.scanner.run()
         if isinstance(self.source, WatchedSource):  # claims no pod here uses any more: stop watching them
             self.source.sweep()
+            self.metrics.watches.labels(self.config.node).set(self.source.open_watches())
+            self.metrics.lists.labels(self.config.node).set(self.source.lists)
         report, inventory = result.report, result.inventory
         for severity, problem in result.problems:
             if problem not in self.said:  # once per agent, not once per scan

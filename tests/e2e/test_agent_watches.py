@@ -80,6 +80,8 @@ def test_after_the_first_scan_a_scan_lists_nothing(node):
     assert node.lists() == {"pods": 1, "nodes": 1, "resourceclaims": 1}  # five scans: not one list
     assert again.status.summary == first.status.summary
     assert again.status.summary.diverged == 1 and again.status.claims[0].api == "read"
+    sample = node.agent.metrics.registry.get_sample_value  # what an operator sees of it
+    assert (sample("dra_agent_api_lists", {"node": NODE}), sample("dra_agent_api_watches", {"node": NODE})) == (3, 3)
 
 
 def test_a_change_wakes_the_agent_and_is_seen_from_memory(node):
