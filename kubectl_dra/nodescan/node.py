@@ -50,15 +50,17 @@ class NodeScanResult:
 
 
 def node_requests(node: str) -> list[ReadRequest]:
-    """Only this node's pods (fieldSelector) and its Node object: two list calls per scan."""
+    """Only this node's pods (fieldSelector) and its Node object: two lists from a live source (the
+    agent's service answers both from its watches: node_agent/cache.py)."""
     return [ReadRequest(Pod, None, field_selector=f"spec.nodeName={node}", keep_raw=False),
             ReadRequest(Node, field_selector=f"metadata.name={node}", required=False, keep_raw=False)]
 
 
 def read_claims(source, keys) -> tuple[dict, list[str]]:
     """The API's answer for each claim the node involves: the object, None when the list came back
-    without it (it does not exist), or no entry when it could not be read. One small list per claim
-    (fieldSelector metadata.name), never every claim of the cluster."""
+    without it (it does not exist), or no entry when it could not be read. One small read per claim
+    (fieldSelector metadata.name, which the agent's service lists once and then watches), never
+    every claim of the cluster."""
     claims, problems = {}, []
     for namespace, name in keys:
         inventory = source.read([ReadRequest(ResourceClaim, namespace, field_selector=f"metadata.name={name}",
