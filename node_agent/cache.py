@@ -37,8 +37,8 @@ class _Watched:
     """One request's objects, listed once and then followed by a watch in a daemon thread."""
 
     def __init__(self, source: LiveSource, request: ReadRequest, on_change: Callable[[], None],
-                 stream_seconds: Callable[[], float]):
-        self.request, self.on_change = request, on_change
+                 stream_seconds: Callable[[], float], follow: bool = True):
+        self.request, self.on_change, self.follow = request, on_change, follow
         self.watch = KindWatch(source, request, resume_attempts=0, stream_seconds=stream_seconds,
                                warn=self._invalid)
         self.lock = threading.Lock()
@@ -46,6 +46,7 @@ class _Watched:
         # per object, the fields that did not validate: said with every read, as a list says them
         self.problems: dict[tuple[str | None, str], list[str]] = {}
         self.failure: str | None = None  # why what is held can no longer be followed
+        self.refused: str | None = None  # the server refused the watch itself (403: a ClusterRole without it)
         self.following = False
 
     def list(self) -> Inventory:
@@ -59,7 +60,7 @@ class _Watched:
         held = {message for messages in self.problems.values() for message in messages}
         # an object the list had to skip has no state to follow: such a read is listed every time
         skipped = any(p.message not in held for p in inventory.problems)
-        if self.watch.readable and not self.watch.closed and not skipped:
+        if self.follow and self.watch.readable and not self.watch.closed and not skipped:
             self.following = True
             threading.Thread(target=self._follow, name=f"watch {self.request.resource}", daemon=True).start()
         return inventory
@@ -83,15 +84,19 @@ class _Watched:
 
     def _invalid(self, message: str) -> None:
         # an object changed into one that does not validate: what is held of it is out of date,
-        # and a fresh list says so the way a first read does
-        self._fail(message)
+        # and a fresh list says so the way a first read does; a change, so the agent rescans now
+        self._fail(message, wake=True)
 
-    def _fail(self, message: str) -> None:
+    def _fail(self, message: str, wake: bool = False) -> None:
+        """Stop serving what is held. A failure does not wake the agent: the next scan lists again
+        at the interval (or the loop's backoff), so a watch that keeps failing never drives
+        requests faster than that."""
         with self.lock:
             if self.failure is None:
                 self.failure = message
         self.watch.close()
-        self.on_change()
+        if wake:
+            self.on_change()
 
     def _follow(self) -> None:
         try:
@@ -109,6 +114,8 @@ class _Watched:
                             self.problems[key] = invalid_field_problems(event.object)
                 self.on_change()
         except ApiError as exc:
+            if exc.status in (403, 404, 405):
+                self.refused = str(exc)
             if not self.watch.closed:
                 self._fail(str(exc))
         except Exception as exc:  # noqa: BLE001 - a thread must not die silently and leave the cache "current"
@@ -122,8 +129,8 @@ class WatchedSource:
     """A live source whose narrow reads are served from watches (see the module docstring)."""
 
     def __init__(self, source: LiveSource, on_change: Callable[[], None] = lambda: None, *,
-                 stream_seconds: float = 300.0):
-        self.source, self.on_change = source, on_change
+                 stream_seconds: float = 300.0, warn: Callable[[str], None] = lambda message: None):
+        self.source, self.on_change, self.warn = source, on_change, warn
         # client-go's reflector asks for 5 to 10 minutes per stream: reconnects spread out
         self.stream_seconds = lambda: random.uniform(stream_seconds, 2 * stream_seconds)
         self.watched: dict[tuple, _Watched] = {}
@@ -150,9 +157,16 @@ class WatchedSource:
             if watched is not None and watched.current():
                 part = watched.inventory()
             else:
+                follow = True
                 if watched is not None:
                     watched.close()
-                watched = self.watched[key] = _Watched(self.source, request, self.on_change, self.stream_seconds)
+                    if watched.refused or not watched.follow:  # listed at every scan, as before watches
+                        follow = False
+                        if watched.refused:
+                            self.warn(f"cannot watch {request.resource} ({watched.refused}): listing it at every "
+                                      "scan instead (the ClusterRole of manifests/agent/rbac.yaml grants watch)")
+                watched = self.watched[key] = _Watched(self.source, request, self.on_change, self.stream_seconds,
+                                                       follow=follow)
                 self.lists += 1
                 part = watched.list()
             inventory.extend(part.objects())

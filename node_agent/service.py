@@ -79,10 +79,16 @@ class Agent:
         self.source = opened.source
         self.session = getattr(opened.source, "session", None)
         if opened.live:
-            self.source = WatchedSource(opened.source, self.trigger.set, stream_seconds=self.config.watch_timeout)
+            self.source = WatchedSource(opened.source, self.trigger.set, stream_seconds=self.config.watch_timeout,
+                                        warn=self._warn_once)
         self.scanner = NodeScan(self.source, self.config.node, self.config.node_flags, self.config.host,
                                 name_source="--node or NODE_NAME", list_pod_resources=list_pod_resources,
                                 cache=self.predictions)
+
+    def _warn_once(self, message: str) -> None:
+        if message not in self.said:
+            self.said.add(message)
+            self.env.error(f"warning: {message}")
 
     def scan_once(self) -> NodeEnforcementReport:
         """Read, compare, record metrics; publish when enabled. API failures raise ApiError."""

@@ -280,6 +280,7 @@ class _Failure:
     times: int | None
     retry_after: int | float | None
     body_reason: str | None
+    watch: bool | None = None  # True: only watch requests; False: never them; None: either
 
 
 # --------------------------------------------------------------------------------------------
@@ -777,17 +778,18 @@ class FakeAPIServer:
 
     def fail(self, status: int, *, resource: str | None = None, method: str | None = "GET",
              times: int | None = None, retry_after: int | float | None = None,
-             body_reason: str | None = None) -> None:
+             body_reason: str | None = None, watch: bool | None = None) -> None:
         """Answer matching requests with an error Status.
 
         ``resource``: a plural (``resourceclaims``) or ``plural.group``; None matches every path,
         discovery included. ``method``: an HTTP method, or None/"*" for any. ``times``: how many
         matching requests fail (None = all). ``retry_after`` sets the Retry-After header and
-        ``details.retryAfterSeconds``; ``body_reason`` overrides the Status reason.
+        ``details.retryAfterSeconds``; ``body_reason`` overrides the Status reason. ``watch``: True
+        fails only watch requests (a ClusterRole with list and without watch), False only others.
         """
         with self._lock:
             self._failures.append(_Failure(status, resource, None if method in (None, "*") else method.upper(),
-                                           times, retry_after, body_reason))
+                                           times, retry_after, body_reason, watch))
 
     def clear_failures(self) -> None:
         with self._lock:
@@ -833,6 +835,8 @@ class FakeAPIServer:
                 if failure.method is not None and failure.method != rec.method:
                     continue
                 if not _matches_resource(route, failure.resource):
+                    continue
+                if failure.watch is not None and failure.watch != rec.is_watch:
                     continue
                 if failure.times is not None:
                     failure.times -= 1

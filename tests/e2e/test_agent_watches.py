@@ -141,6 +141,20 @@ def test_an_expired_resource_version_lists_again_and_keeps_what_changed(node):
     assert node.agent.source.open_watches() == 3
 
 
+def test_a_watch_the_role_refuses_falls_back_to_a_list_per_scan_said_once_and_never_a_storm(node, capsys):
+    node.server.fail(403, resource="nodes", watch=True)  # a ClusterRole from before the agent watched nodes
+    node.agent.scan_once()
+    assert until(lambda: node.agent.source.open_watches() == 2)  # the Node's watch was refused
+    node.agent.trigger.clear()
+    for _ in range(4):
+        node.agent.scan_once()
+    assert not node.agent.trigger.is_set()  # a refusal is no change: it never wakes a scan by itself
+    assert node.lists() == {"pods": 1, "nodes": 5, "resourceclaims": 1}  # the Node listed at each scan
+    assert len(node.server.watch_requests("nodes")) == 1  # and never asked to watch again
+    said = capsys.readouterr().err
+    assert said.count("warning: cannot watch nodes") == 1 and "listing it at every scan instead" in said
+
+
 def fresh_scan(node):
     """What an agent that starts now reads (its first scan lists everything)."""
     agent = Agent(node.agent.config, node.agent.kube)
