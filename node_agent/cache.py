@@ -133,6 +133,8 @@ class WatchedSource:
         self.source, self.on_change, self.warn = source, on_change, warn
         # client-go's reflector asks for 5 to 10 minutes per stream: reconnects spread out
         self.stream_seconds = lambda: random.uniform(stream_seconds, 2 * stream_seconds)
+        self.lock = threading.Lock()  # the scan reads and sweeps; shutdown closes from another thread
+        self.closed = False
         self.watched: dict[tuple, _Watched] = {}
         self.used: set[tuple] = set()
         self.lists = 0  # lists made (first reads and re-lists after a failure)
@@ -152,12 +154,13 @@ class WatchedSource:
                 self.source.read([request], inventory)
                 continue
             key = _request_key(request)
-            self.used.add(key)
-            watched = self.watched.get(key)
+            with self.lock:
+                self.used.add(key)
+                watched = self.watched.get(key)
             if watched is not None and watched.current():
                 part = watched.inventory()
             else:
-                follow = True
+                follow = not self.closed
                 if watched is not None:
                     watched.close()
                     if watched.refused or not watched.follow:  # listed at every scan, as before watches
@@ -165,8 +168,9 @@ class WatchedSource:
                         if watched.refused:
                             self.warn(f"cannot watch {request.resource} ({watched.refused}): listing it at every "
                                       "scan instead (the ClusterRole of manifests/agent/rbac.yaml grants watch)")
-                watched = self.watched[key] = _Watched(self.source, request, self.on_change, self.stream_seconds,
-                                                       follow=follow)
+                watched = _Watched(self.source, request, self.on_change, self.stream_seconds, follow=follow)
+                with self.lock:
+                    self.watched[key] = watched
                 self.lists += 1
                 part = watched.list()
             inventory.extend(part.objects())
@@ -176,16 +180,21 @@ class WatchedSource:
 
     def sweep(self) -> int:
         """Close the watches no read used since the last sweep; returns how many were closed."""
-        gone = [key for key in self.watched if key not in self.used]
-        for key in gone:
-            self.watched.pop(key).close()
-        self.used = set()
+        with self.lock:
+            gone = [self.watched.pop(key) for key in list(self.watched) if key not in self.used]
+            self.used = set()
+        for watched in gone:
+            watched.close()
         return len(gone)
 
     def close(self) -> None:
-        for watched in self.watched.values():
+        """End every watch (the agent shuts down); a read after this lists without watching."""
+        with self.lock:
+            self.closed = True
+            gone, self.watched = list(self.watched.values()), {}
+        for watched in gone:
             watched.close()
-        self.watched.clear()
 
     def open_watches(self) -> int:
-        return sum(w.current() for w in self.watched.values())
+        with self.lock:
+            return sum(w.current() for w in self.watched.values())

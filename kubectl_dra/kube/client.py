@@ -167,8 +167,11 @@ class Session:
         self.sleep(seconds)
         return True
 
-    def watch(self, path: str, query: Sequence[tuple[str, str]], timeout: float):
-        """Yield watch events (decoded JSON lines) until the server ends the stream."""
+    def watch(self, path: str, query: Sequence[tuple[str, str]], timeout: float,
+              opened: Callable[[Any], None] | None = None):
+        """Yield watch events (decoded JSON lines) until the server ends the stream. ``opened``
+        receives the response once it is open, so another thread can end the stream at once
+        (``shutdown()``) instead of waiting for the server's next word."""
         # start-up: offline
         import urllib3
 
@@ -183,6 +186,8 @@ class Session:
                                         read=timeout))
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             raise ApiError(self._unreachable(exc)) from None
+        if opened is not None:
+            opened(response)
         try:
             if response.status >= 400:
                 raise ApiError(status_message(response.status, response.read(), response.reason),

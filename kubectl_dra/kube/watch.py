@@ -56,6 +56,7 @@ class KindWatch:
         # stream asks to last (a cache on every node draws it at random: no reconnect storms)
         self.resume_attempts, self.stream_seconds = resume_attempts, stream_seconds
         self.closed = False
+        self._response = None  # the open stream, ended by close()
         self.known: dict[tuple[str | None, str], KubeObject] = {}
         self.version: str | None = None  # the resourceVersion to resume from
         self.api_version: str | None = None
@@ -83,8 +84,15 @@ class KindWatch:
         return self.closed or (self.deadline is not None and self.clock() >= self.deadline)
 
     def close(self) -> None:
-        """Make events() end at its next event or bookmark, or when its stream ends."""
+        """End events(): the open stream is shut at once (urllib3 2.3 and later; else it ends at
+        its next event or bookmark, or when the server ends it)."""
         self.closed = True
+        response = self._response
+        if response is not None and hasattr(response, "shutdown"):
+            try:
+                response.shutdown()
+            except (OSError, RuntimeError, ValueError):  # already ended and given back to the pool
+                pass
 
     def events(self) -> Iterator[WatchEvent]:
         """Changes after the list, until the deadline (forever without one)."""
@@ -153,7 +161,12 @@ class KindWatch:
             seconds = max(1, min(seconds, int(self.deadline - self.clock() + 0.999)))
         query += [("resourceVersion", self.version or "0"), ("allowWatchBookmarks", "true"),
                   ("timeoutSeconds", str(seconds))]
-        return self.source.session.watch(path, query, timeout=seconds + READ_SLACK)
+        return self.source.session.watch(path, query, timeout=seconds + READ_SLACK, opened=self._opened)
+
+    def _opened(self, response) -> None:
+        self._response = response
+        if self.closed:  # closed while the request was on its way
+            self.close()
 
     def _event(self, kind: str | None, body: dict) -> WatchEvent | None:
         body.setdefault("apiVersion", self.api_version)

@@ -100,6 +100,7 @@ def test_a_change_wakes_the_agent_and_is_seen_from_memory(node):
 
 
 def test_a_claim_is_listed_when_the_node_starts_using_it_and_unwatched_when_it_stops(node):
+    node.server.watch_timeout = 60.0  # streams stay open: closing one must end it, not its timeout
     node.agent.scan_once()
     node.claims["y"] = gpu_claim("y", node.pods)
     node.server.add(node.claims["y"])
@@ -108,9 +109,11 @@ def test_a_claim_is_listed_when_the_node_starts_using_it_and_unwatched_when_it_s
     assert sorted(c.name for c in report.status.claims) == ["x", "y"]
     assert node.lists() == {"pods": 1, "nodes": 1, "resourceclaims": 2}  # one list: the new claim's
     assert until(lambda: "metadata.name=y" in node.watched())
+    y = node.agent.source.watched[("ResourceClaim", "ml", "metadata.name=y", None)]
     node.checkpoint(["x"])  # y unprepared, and no pod uses it
     node.agent.scan_once()
     assert ("ResourceClaim", "ml", "metadata.name=y", None) not in node.agent.source.watched
+    assert until(lambda: not y.following, timeout=2.0)  # its stream was shut, not left to time out
     node.agent.scan_once()
     assert node.lists() == {"pods": 1, "nodes": 1, "resourceclaims": 2}
 
