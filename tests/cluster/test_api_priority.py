@@ -12,14 +12,14 @@ docs/kubernetes/api-priority.md.
 The throttle of the Agent is made without a flood: a seat is held from the moment a request is
 dispatched until its handler returns, and a create's handler reads the request body, so a client
 that sends a POST's headers and then waits holds one seat of its level. Holding every seat of a
-Reject level makes every other request of that level a 429 at once, with Retry-After 1 (the API
-server raises Retry-After only after 3 rejections a second, which a flood would cause).
+Reject level makes every other request of that level a 429 at once, while Retry-After stays at
+1-2 s: the API server doubles it only when 3 x Retry-After requests of the level were rejected
+within the last Retry-After seconds, which a flood would keep doing (up to 32 s).
 """
 
 from __future__ import annotations
 
 import http.client
-import json
 import math
 import re
 import socket
@@ -282,7 +282,7 @@ def test_a_burst_of_agents_is_rejected_while_kube_system_is_served(cluster):
     counts: dict[int, int] = {}
     probes: list[tuple[int, float, str]] = []
     lock = threading.Lock()
-    go = threading.Barrier(agents + 2)
+    go = threading.Barrier(agents + 2, timeout=60)
 
     def agent_client():
         conn = cluster.connection()
@@ -306,7 +306,8 @@ def test_a_burst_of_agents_is_rejected_while_kube_system_is_served(cluster):
             probes.append((status, time.monotonic() - began, headers.get("x-kubernetes-pf-prioritylevel-uid", "")))
             time.sleep(0.05)
 
-    threads = [threading.Thread(target=agent_client) for _ in range(agents)] + [threading.Thread(target=kube_system_client)]
+    threads = [threading.Thread(target=agent_client) for _ in range(agents)]
+    threads.append(threading.Thread(target=kube_system_client))
     try:
         for t in threads:
             t.start()
