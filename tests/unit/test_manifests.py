@@ -18,6 +18,8 @@ TYPES = {
     ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): k8s.V1ClusterRoleBinding,
     ("scheduling.k8s.io/v1", "PriorityClass"): k8s.V1PriorityClass,
     ("apps/v1", "DaemonSet"): k8s.V1DaemonSet,
+    ("flowcontrol.apiserver.k8s.io/v1", "FlowSchema"): k8s.V1FlowSchema,
+    ("flowcontrol.apiserver.k8s.io/v1", "PriorityLevelConfiguration"): k8s.V1PriorityLevelConfiguration,
 }
 
 
@@ -112,6 +114,28 @@ def test_daemonset_runs_least_privileged():
     assert ds.metadata.labels["app.kubernetes.io/part-of"] == "kubectl-dra"
     assert pod.service_account_name == by_kind("ServiceAccount")["metadata"]["name"]
     assert pod.security_context.seccomp_profile.type == "RuntimeDefault"
+
+
+def test_the_agents_have_their_own_bounded_api_priority():
+    """The FlowSchema catches exactly the DaemonSet's ServiceAccount before the suggested
+    "service-accounts" schema (9000) does, and its level has a small share that never borrows
+    (an unset borrowingLimitPercent is unbounded borrowing): docs/kubernetes/api-priority.md §1, §3.
+    The real API server's classification and throttling: tests/cluster/test_api_priority.py."""
+    schema = k8s.V1FlowSchema.from_dict(by_kind("FlowSchema"))
+    level = k8s.V1PriorityLevelConfiguration.from_dict(by_kind("PriorityLevelConfiguration"))
+    account = by_kind("ServiceAccount")["metadata"]
+    assert schema.spec.priority_level_configuration.name == level.metadata.name
+    assert 900 < schema.spec.matching_precedence < 9000
+    [rule] = schema.spec.rules
+    assert [(s.kind, s.service_account.name, s.service_account.namespace) for s in rule.subjects] == [
+        ("ServiceAccount", account["name"], account["namespace"])]
+    assert [(r.verbs, r.api_groups, r.resources, r.namespaces, r.cluster_scope) for r in rule.resource_rules] == [
+        (["*"], ["*"], ["*"], ["*"], True)]
+    limited = level.spec.limited
+    assert level.spec.type == "Limited" and 1 <= limited.nominal_concurrency_shares <= 5  # catch-all has 5
+    assert limited.borrowing_limit_percent == 0
+    assert limited.limit_response.type == "Queue" and limited.limit_response.queuing.hand_size <= \
+        limited.limit_response.queuing.queues
 
 
 def test_the_namespace_admits_the_agents_host_paths():
