@@ -447,6 +447,9 @@ def table(r: dict) -> str:
             ("agent CPU ms (Python)", "agent_cpu_ms", "{:.1f}"))
     for label, key, form in rows:
         lines.append(f"  {label:<24}{form.format(r['idle'][key]):>8}  {form.format(r['churn'][key]):>8}")
+    if r["idle"]["watch_opens"] == 0 and r["churn"]["watch_opens"] == 0:
+        lines.append("  no watch was re-opened in a window: a window shorter than the agent's watch timeout cannot see "
+                     "re-opens (a --minutes past it shows them)")
     lines.append(f"  churned pods in the window: {r['churn']['churned_pods']} (baseline {r['churn']['baseline_churned_pods']})")
     lines.append("  bytes: decrypted TLS bytes of the agents' sockets in this process, HTTP headers included; CPU: "
                  "/proc/<pid>/stat utime+stime, with agents minus the no-agent baseline window of the same kind, / N")
