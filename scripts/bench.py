@@ -508,7 +508,11 @@ def main() -> None:
     parser.add_argument("--predict-pods", type=int, default=10000)
     parser.add_argument("--reports", type=int, default=5000)
     parser.add_argument("--only", default="help,startup,floor,prediction,agent,allocation,pending,verify,cluster,overlays",
-                        help="comma-separated parts to run (all by default)")
+                        help="comma-separated parts to run (all by default); `agents` (N real node agents "
+                             "against a real control plane, about 10 minutes) runs only when named")
+    parser.add_argument("--agents", type=int, default=50, help="agents: how many at once (one node each)")
+    parser.add_argument("--minutes", type=float, default=2.0, help="agents: length of each measured window")
+    parser.add_argument("--agent-tree", help="agents: a checkout whose kubectl_dra/ and node_agent/ are measured")
     args = parser.parse_args()
     only = set(args.only.split(","))
     # Byte-compile the package first, as installing it does (pip compiles at install): an editable
@@ -540,6 +544,9 @@ def main() -> None:
             bench_cluster([int(n) for n in args.sizes.split(",") if n], args.runs, Path(tmp))
     if "overlays" in only:
         subprocess.run([sys.executable, str(ROOT / "scripts" / "bench_overlays.py")])
+    if "agents" in only:  # opt-in: a control plane and four windows of --minutes
+        subprocess.run([sys.executable, str(ROOT / "scripts" / "bench_agents.py"), "--agents", str(args.agents),
+                        "--minutes", str(args.minutes), *(["--agent-tree", args.agent_tree] if args.agent_tree else [])])
 
 if __name__ == "__main__":
     main()
