@@ -93,8 +93,9 @@ def read_cdi(dirs: tuple[str, ...], state: NodeDRAState) -> None:
                                         message="; ".join(problems) + "; CDI IDs are not checked"))
         return
     if not present:
-        state.sources.append(NodeSource(name="cdi", path=joined, state="absent",
-                                        message="no CDI spec directory there (not mounted)"))
+        state.sources.append(NodeSource(name="cdi", path=joined or "(none)", state="absent",
+                                        message="no CDI spec directory there (not mounted)" if dirs else
+                                        "no CDI spec directory given"))
         return
     state.cdi = build_index(tuple(dirs), files)
     skipped = len(state.cdi.errors)

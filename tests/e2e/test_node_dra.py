@@ -522,3 +522,10 @@ def test_a_grpc_client_that_cannot_load_leaves_the_socket_unreadable_and_the_res
     state = source(doc, "podResources")
     assert state["state"] == "unreadable" and "gRPC client cannot be loaded" in state["message"]
     assert source(doc, "draCheckpoint")["state"] == "read" and source(doc, "cdi")["state"] == "read"
+
+
+def test_no_cdi_directory_given_is_said_as_such_not_as_an_empty_path():
+    from kubectl_dra.nodescan.nodedra import read_node_dra
+
+    cdi = [s for s in read_node_dra(None, cdi_dirs=()).sources if s.name == "cdi"]
+    assert [(s.path, s.state, s.message) for s in cdi] == [("(none)", "absent", "no CDI spec directory given")]
