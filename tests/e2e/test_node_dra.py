@@ -22,6 +22,7 @@ from podresources_server import PodResourcesServer, pod_resources
 
 from kubectl_dra.cgroups.options import NodeOptions
 from kubectl_dra.model.registry import parse_object
+from kubectl_dra.nodescan.nodedra import read_node_dra
 from node_agent.__main__ import cli as agent_cli
 
 NODE = "worker-1"
@@ -525,7 +526,5 @@ def test_a_grpc_client_that_cannot_load_leaves_the_socket_unreadable_and_the_res
 
 
 def test_no_cdi_directory_given_is_said_as_such_not_as_an_empty_path():
-    from kubectl_dra.nodescan.nodedra import read_node_dra
-
     cdi = [s for s in read_node_dra(None, cdi_dirs=()).sources if s.name == "cdi"]
     assert [(s.path, s.state, s.message) for s in cdi] == [("(none)", "absent", "no CDI spec directory given")]
