@@ -121,27 +121,38 @@ class Publisher:
             return False
         document = report.model_dump(mode="json", by_alias=True)
         path = f"{REPORTS_PATH}/{self.node}"
-        try:
-            self.session.get(path)
+        status = {"status": document["status"]}
+        if self._published_key is None:  # the first write: the object may not exist yet
+            try:
+                self.session.get(path)
+            except ApiError as exc:
+                if exc.status != 404:
+                    raise
+                self._create(document)
+        try:  # after that, one request per change: the object is known to exist
+            self.session.request("PATCH", f"{path}/status", body=status, content_type="application/merge-patch+json")
         except ApiError as exc:
             if exc.status != 404:
                 raise
-            metadata = dict(document["metadata"])
-            if self.node_uid:
-                metadata["ownerReferences"] = [{"apiVersion": "v1", "kind": "Node", "name": self.node,
-                                                "uid": self.node_uid}]
-            try:
-                self.session.request("POST", REPORTS_PATH, body={"apiVersion": document["apiVersion"],
-                                                                 "kind": document["kind"], "metadata": metadata})
-            except ApiError as create:
-                if create.status == 404:
-                    raise ApiError(f"the NodeEnforcementReport CRD ({PLURAL}.{GROUP}) is not installed: "
-                                   "kubectl apply -f manifests/agent/crd.yaml", status=404) from None
-                raise
-        self.session.request("PATCH", f"{path}/status", body={"status": document["status"]},
-                             content_type="application/merge-patch+json")
+            self._create(document)  # someone deleted it meanwhile
+            self.session.request("PATCH", f"{path}/status", body=status, content_type="application/merge-patch+json")
         self._published_key, self._published_at = key, now
         return True
+
+    def _create(self, document: dict) -> None:
+        metadata = dict(document["metadata"])
+        if self.node_uid:
+            metadata["ownerReferences"] = [{"apiVersion": "v1", "kind": "Node", "name": self.node,
+                                            "uid": self.node_uid}]
+        try:
+            self.session.request("POST", REPORTS_PATH, body={"apiVersion": document["apiVersion"],
+                                                             "kind": document["kind"], "metadata": metadata})
+        except ApiError as create:
+            if create.status == 404:
+                raise ApiError(f"the NodeEnforcementReport CRD ({PLURAL}.{GROUP}) is not installed: "
+                               "kubectl apply -f manifests/agent/crd.yaml", status=404) from None
+            if create.status != 409:  # created meanwhile (another agent process of this node)
+                raise
 
     def events(self, report: NodeEnforcementReport) -> int:
         """One Warning Event per new divergence set of a pod, and per new finding about a claim

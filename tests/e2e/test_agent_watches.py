@@ -183,3 +183,19 @@ def test_a_scan_from_memory_says_what_a_fresh_read_says_about_a_field_that_stops
         [(p.name, p.verdict) for p in fresh.report.status.pods]
     node.server.add(next(p for p in node.pods if p.name == "burstable").raw)  # mended
     assert until(lambda: node.agent.scanner.run().inventory.problems == [])
+
+
+def test_a_changed_report_costs_one_request_and_a_deleted_one_is_made_again(node):
+    node.agent.scan_once()  # the first write: GET (404), POST, PATCH status
+    reports = lambda: [(r.method, r.path.rsplit("/", 1)[-1]) for r in node.server.requests  # noqa: E731
+                       if "nodeenforcementreports" in r.path]
+    assert reports() == [("GET", NODE), ("POST", "nodeenforcementreports"), ("PATCH", "status")]
+    node.agent.publisher.min_interval = 0
+    node.server.remove("pods", "besteffort", "ml")
+    assert until(lambda: node.agent.scan_once().status.summary.pods == 3)
+    assert reports()[3:] == [("PATCH", "status")]  # known to exist: the change alone
+    node.server.remove("nodeenforcementreports.kubectl-dra.io", NODE)  # someone deletes it
+    node.server.remove("pods", "pod-level", "ml")
+    assert until(lambda: node.agent.scan_once().status.summary.pods == 2)
+    assert reports()[4:] == [("PATCH", "status"), ("POST", "nodeenforcementreports"), ("PATCH", "status")]
+    assert node.server.get("nodeenforcementreports.kubectl-dra.io", NODE)["status"]["summary"]["pods"] == 2
