@@ -42,6 +42,8 @@ class _Watched:
         self.watch = KindWatch(source, request, resume_attempts=0, stream_seconds=stream_seconds,
                                warn=self._invalid)
         self.lock = threading.Lock()
+        # the objects as the events leave them (KindWatch.known changes inside its generator, in
+        # the watch's thread, where no lock of the scan's can guard it)
         self.objects: dict[tuple[str | None, str], KubeObject] = {}
         # per object, the fields that did not validate: said with every read, as a list says them
         self.problems: dict[tuple[str | None, str], list[str]] = {}
@@ -49,31 +51,32 @@ class _Watched:
         self.refused: str | None = None  # the server refused the watch itself (403: a ClusterRole without it)
         self.following = False
 
-    def list(self) -> Inventory:
-        """List now (in the caller's thread: a failure raises there) and start following."""
+    def list(self, into: Inventory) -> None:
+        """List now (in the caller's thread: a failure raises there) into ``into``, and start
+        following."""
         objects, inventory = self.watch.list()
         with self.lock:
             self.objects = {(o.namespace, o.name): o for o in objects}
             self.problems = {key: invalid_field_problems(o) for key, o in self.objects.items() if o.invalid_fields}
             self.failure = None
-        inventory.extend(objects)
+        into.extend(objects)
+        into.problems.extend(inventory.problems)
+        into.read_kinds |= inventory.read_kinds
         held = {message for messages in self.problems.values() for message in messages}
         # an object the list had to skip has no state to follow: such a read is listed every time
         skipped = any(p.message not in held for p in inventory.problems)
         if self.follow and self.watch.readable and not self.watch.closed and not skipped:
             self.following = True
             threading.Thread(target=self._follow, name=f"watch {self.request.resource}", daemon=True).start()
-        return inventory
 
-    def inventory(self) -> Inventory:
-        inventory = Inventory()
+    def add_to(self, into: Inventory) -> None:
+        """What is held, into the scan's inventory, as a list would have put it there."""
         with self.lock:
-            inventory.extend(list(self.objects.values()))
+            into.extend(list(self.objects.values()))
             for key in sorted(self.problems, key=lambda k: (k[0] or "", k[1])):
                 for message in self.problems[key]:
-                    inventory.problem(message, kind=self.request.model.KIND)
-        inventory.read_kinds.add(self.request.model.KIND)
-        return inventory
+                    into.problem(message, kind=self.request.model.KIND)
+        into.read_kinds.add(self.request.model.KIND)
 
     def current(self) -> bool:
         with self.lock:
@@ -158,7 +161,7 @@ class WatchedSource:
                 self.used.add(key)
                 watched = self.watched.get(key)
             if watched is not None and watched.current():
-                part = watched.inventory()
+                watched.add_to(inventory)
             else:
                 follow = not self.closed
                 if watched is not None:
@@ -172,10 +175,7 @@ class WatchedSource:
                 with self.lock:
                     self.watched[key] = watched
                 self.lists += 1
-                part = watched.list()
-            inventory.extend(part.objects())
-            inventory.problems.extend(part.problems)
-            inventory.read_kinds |= part.read_kinds
+                watched.list(inventory)
         return inventory
 
     def sweep(self) -> int:

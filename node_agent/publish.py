@@ -130,14 +130,17 @@ class Publisher:
                     raise
                 self._create(document)
         try:  # after that, one request per change: the object is known to exist
-            self.session.request("PATCH", f"{path}/status", body=status, content_type="application/merge-patch+json")
+            self._write_status(path, status)
         except ApiError as exc:
             if exc.status != 404:
                 raise
             self._create(document)  # someone deleted it meanwhile
-            self.session.request("PATCH", f"{path}/status", body=status, content_type="application/merge-patch+json")
+            self._write_status(path, status)
         self._published_key, self._published_at = key, now
         return True
+
+    def _write_status(self, path: str, status: dict) -> None:
+        self.session.request("PATCH", f"{path}/status", body=status, content_type="application/merge-patch+json")
 
     def _create(self, document: dict) -> None:
         metadata = dict(document["metadata"])

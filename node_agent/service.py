@@ -80,15 +80,16 @@ class Agent:
         self.session = getattr(opened.source, "session", None)
         if opened.live:
             self.source = WatchedSource(opened.source, self.trigger.set, stream_seconds=self.config.watch_timeout,
-                                        warn=self._warn_once)
+                                        warn=lambda message: self._say_once("warning", message))
         self.scanner = NodeScan(self.source, self.config.node, self.config.node_flags, self.config.host,
                                 name_source="--node or NODE_NAME", list_pod_resources=list_pod_resources,
                                 cache=self.predictions)
 
-    def _warn_once(self, message: str) -> None:
+    def _say_once(self, severity: str, message: str) -> None:
+        """A warning or error the node gives: once per agent, not once per scan."""
         if message not in self.said:
             self.said.add(message)
-            self.env.error(f"warning: {message}")
+            self.env.error(f"{severity}: {message}")
 
     def scan_once(self) -> NodeEnforcementReport:
         """Read, compare, record metrics; publish when enabled. API failures raise ApiError."""
@@ -100,9 +101,7 @@ class Agent:
             self.metrics.lists.labels(self.config.node).set(self.source.lists)
         report, inventory = result.report, result.inventory
         for severity, problem in result.problems:
-            if problem not in self.said:  # once per agent, not once per scan
-                self.said.add(problem)
-                self.env.error(f"{severity}: {problem}")
+            self._say_once(severity, problem)
         if self.config.check_network:
             check_network(report, inventory, self.source, self.scanner.fs, self.config.proc_root)
             report.summarize()
