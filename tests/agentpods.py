@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from builders import claim, reserved_pod
 from podspec import ctr, entry
 
 from kubectl_dra.model.registry import parse_object
@@ -62,3 +63,9 @@ NODE_OBJECT = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": NODE, "u
                "status": {"nodeInfo": {"containerRuntimeVersion": "containerd://2.1.0", "kubeletVersion": "v1.37.0"},
                           # the kubelet's gate is on (alpha, off by default): it applies DRA to cgroups
                           "declaredFeatures": ["DRANodeAllocatableResources"]}}
+
+
+def node_claim(name: str, pods) -> dict:
+    """A claim allocated on NODE (device gpu-NAME) and reserved for ``pods``."""
+    return claim(name, devices=[("gpu.example.com", NODE, f"gpu-{name}")],
+                 reserved_for=[reserved_pod(p.raw) for p in pods])

@@ -281,12 +281,13 @@ class ControlPlane:
             raise RuntimeError(f"kubectl {' '.join(args)} failed:\n{result.stderr}")
         return result
 
-    def audit(self) -> list[dict]:
-        """Every request the API server saw (ResponseComplete events of the audit log)."""
+    def audit(self, stage: str | None = "ResponseComplete") -> list[dict]:
+        """Every request the API server saw (by default its ResponseComplete events; ``stage=None``:
+        every event, with the ResponseStarted that marks a watch's open)."""
         events = []
         for line in self.audit_log.read_text().splitlines():
             event = json.loads(line)
-            if event.get("stage") == "ResponseComplete":
+            if stage is None or event.get("stage") == stage:
                 events.append(event)
         return events
 

@@ -7,14 +7,13 @@ request per minute apart from the open watches; the measured figure is zero."""
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
 import pytest
-from agentpods import NODE, NODE_OBJECT, node_pods
-from builders import claim, reserved_pod
+from agentpods import NODE, NODE_OBJECT, node_claim, node_pods
 from cgroup_tree import build_tree
+from clusterobjects import wait_for
 from controlplane import started
 from kubelet_files import claim_state, write_checkpoint
 from loader import load
@@ -29,28 +28,21 @@ IDLE_SECONDS = 20
 INTERVAL = 1.0  # the shipped interval is 60 s: here 20 interval scans fit in the idle window
 
 
-def until(condition, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.1)
-
-
 class Audit:
     """The real API server's audit log, read as it grows: the agent's finished requests and the
     watches it opened (a watch is logged when its response starts, ResponseStarted)."""
 
-    def __init__(self, path: Path):
-        self.path = path
+    def __init__(self, plane):
+        self.plane = plane
 
     def mark(self) -> int:
         time.sleep(0.5)  # the log backend writes a moment after the response
-        return len(self.path.read_text().splitlines())
+        return len(self.plane.audit(stage=None))
 
     def since(self, mark: int) -> list[dict]:
         time.sleep(0.5)
-        events = [json.loads(line) for line in self.path.read_text().splitlines()[mark:]]
-        return [e for e in events if e["user"]["username"] == AGENT and e.get("objectRef")]
+        return [e for e in self.plane.audit(stage=None)[mark:]
+                if e["user"]["username"] == AGENT and e.get("objectRef")]
 
     def requests(self, mark: int) -> list[tuple[str, str, str]]:
         """(verb, resource, fieldSelector) of each finished request other than a watch."""
@@ -81,17 +73,12 @@ def node(tmp_path_factory):
         plane.kubectl("apply", "-k", str(ROOT / "manifests"))
         plane.kubectl("wait", "--for=condition=Established", "crd/nodeenforcementreports.kubectl-dra.io")
         pods = node_pods()
-        load(plane, [p.raw for p in pods] + [NODE_OBJECT, gpu_claim("x", pods)])
+        load(plane, [p.raw for p in pods] + [NODE_OBJECT, node_claim("x", pods)])
         token = plane.service_account_token("kubectl-dra-system", "dra-node-agent")
         kubeconfig = plane.kubeconfig(work / "agent.kubeconfig", token=token, user="dra-node-agent")
         yield plane, work, kubeconfig
     finally:
         plane.stop()
-
-
-def gpu_claim(name: str, pods) -> dict:
-    return claim(name, devices=[("gpu.example.com", NODE, f"gpu-{name}")],
-                 reserved_for=[reserved_pod(p.raw) for p in pods])
 
 
 def served(plane, path: str) -> list:
@@ -107,7 +94,7 @@ def checkpoint(plane, work: Path, names: list[str]) -> None:
 
 def test_an_idle_node_costs_its_watches_and_no_request(node):
     plane, work, kubeconfig = node
-    audit = Audit(plane.audit_log)
+    audit = Audit(plane)
     pods = served(plane, f"/api/v1/pods?fieldSelector=spec.nodeName%3D{NODE}")
     build_tree(work / "node", pods, NodeOptions(hugepage_sizes=[2 << 20, 1 << 30], runtime_hugetlb=True))
     checkpoint(plane, work, ["x"])
@@ -117,8 +104,9 @@ def test_an_idle_node_costs_its_watches_and_no_request(node):
     start = audit.mark()
     agent.start()
     try:
-        until(lambda: agent.publisher is not None and agent.publisher.current(agent.report))
-        until(lambda: len(audit.watches_opened(start)) == 3)
+        wait_for("the first report written",
+                 lambda: agent.publisher is not None and agent.publisher.current(agent.report), 30)
+        wait_for("a watch of each of the three", lambda: len(audit.watches_opened(start)) == 3, 30)
         # the first scan: one list of each, then a watch of each; the report created and written
         lists = [r for r in audit.requests(start) if r[0] == "list"]
         assert lists == [("list", "nodes", f"metadata.name={NODE}"), ("list", "pods", f"spec.nodeName={NODE}"),
@@ -136,7 +124,8 @@ def test_an_idle_node_costs_its_watches_and_no_request(node):
         # a pod goes: the pod watch wakes a scan, read from memory; the report changed, so it is written
         churn = audit.mark()
         plane.request("DELETE", "/api/v1/namespaces/ml/pods/besteffort?gracePeriodSeconds=0")
-        until(lambda: agent.report.status.summary.pods == 3 and agent.publisher.current(agent.report))
+        wait_for("the pod's deletion in the written report",
+                 lambda: agent.report.status.summary.pods == 3 and agent.publisher.current(agent.report), 30)
         made = audit.requests(churn)  # the report once, and the Events of the findings that are new
         assert [r for r in made if r[1] != "events"] == [("patch", "nodeenforcementreports/status", "")]
         assert {r[:2] for r in made if r[1] == "events"} <= {("create", "events")}
@@ -146,18 +135,20 @@ def test_an_idle_node_costs_its_watches_and_no_request(node):
         scans = scans_done(agent)
         plane.request("PATCH", "/apis/resource.k8s.io/v1/namespaces/ml/resourceclaims/x",
                       {"metadata": {"labels": {"touched": "yes"}}}, content_type="application/merge-patch+json")
-        until(lambda: scans_done(agent) > scans)
+        wait_for("a scan after the claim's change", lambda: scans_done(agent) > scans, 30)
         assert audit.requests(claim_change) == []
 
         # the node starts using claim y: one list of it, one watch of it
         new_claim = audit.mark()
-        load(plane, [gpu_claim("y", pods)])
+        load(plane, [node_claim("y", pods)])
         checkpoint(plane, work, ["x", "y"])
-        until(lambda: agent.report.status.summary.claims == 2 and agent.publisher.current(agent.report))
+        wait_for("claim y in the written report",
+                 lambda: agent.report.status.summary.claims == 2 and agent.publisher.current(agent.report), 30)
         made = audit.requests(new_claim)
         assert [r for r in made if r[1] != "events"] == [
             ("list", "resourceclaims", "metadata.name=y"), ("patch", "nodeenforcementreports/status", "")]
-        until(lambda: audit.watches_opened(new_claim) == [("resourceclaims", "metadata.name=y")])
+        wait_for("a watch of claim y",
+                 lambda: audit.watches_opened(new_claim) == [("resourceclaims", "metadata.name=y")], 30)
     finally:
         agent.shutdown()
 

@@ -65,10 +65,14 @@ def looping(agent):
         thread.join(timeout=5)
 
 
-def until(condition, timeout: float = 10.0) -> None:
+def until(condition, timeout: float = 10.0) -> bool:
+    """Whether ``condition()`` held within ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
-    while not condition() and time.monotonic() < deadline:
-        time.sleep(0.05)
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
 
 
 def test_service_loop_recovers_after_outage(agent):

@@ -6,32 +6,16 @@ tests/cluster/test_agent_requests.py) and injects the faults."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
-from agentpods import NODE, NODE_OBJECT, node_pods
-from builders import claim, reserved_pod
+from agentpods import NODE, NODE_OBJECT, node_claim, node_pods
 from cgroup_tree import build_tree, set_file
 from kubelet_files import claim_state, write_checkpoint
+from test_agent_service import until
 
 from kubectl_dra.cgroups.options import NodeOptions
 from kubectl_dra.errors import ApiError
 from kubectl_dra.kube.options import KubeOptions
 from node_agent.service import Agent, AgentConfig
-
-
-def until(condition, timeout: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.02)
-    return True
-
-
-def gpu_claim(name: str, pods) -> dict:
-    return claim(name, devices=[("gpu.example.com", NODE, f"gpu-{name}")],
-                 reserved_for=[reserved_pod(p.raw) for p in pods])
 
 
 class Node:
@@ -42,7 +26,7 @@ class Node:
         self.tmp, self.pods = tmp_path, node_pods()
         dirs = build_tree(tmp_path, self.pods, NodeOptions(hugepage_sizes=[2 << 20, 1 << 30]))
         set_file(dirs[("burstable", "encoder")], "memory.max", str(8 << 30))  # one divergence
-        self.claims = {"x": gpu_claim("x", self.pods)}
+        self.claims = {"x": node_claim("x", self.pods)}
         self.checkpoint(["x"])
         self.server = make_apiserver([p.raw for p in self.pods] + [NODE_OBJECT, self.claims["x"]],
                                      served={"kubectl-dra.io": ["v1alpha1"]})
@@ -102,7 +86,7 @@ def test_a_change_wakes_the_agent_and_is_seen_from_memory(node):
 def test_a_claim_is_listed_when_the_node_starts_using_it_and_unwatched_when_it_stops(node):
     node.server.watch_timeout = 60.0  # streams stay open: closing one must end it, not its timeout
     node.agent.scan_once()
-    node.claims["y"] = gpu_claim("y", node.pods)
+    node.claims["y"] = node_claim("y", node.pods)
     node.server.add(node.claims["y"])
     node.checkpoint(["x", "y"])  # the kubelet prepares a second claim
     report = node.agent.scan_once()
