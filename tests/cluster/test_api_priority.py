@@ -32,8 +32,10 @@ from pathlib import Path
 import pytest
 from agentpods import NODE, NODE_OBJECT, node_pods
 from cgroup_tree import build_tree
+from clusterobjects import wait_for
 from controlplane import started
 from loader import load
+from test_least_privilege import AGENT, ROOT
 from test_real_objects import crds
 
 from kubectl_dra.cgroups.options import NodeOptions
@@ -43,8 +45,6 @@ from kubectl_dra.kube.options import KubeOptions
 from kubectl_dra.model.registry import parse_object
 from node_agent.service import Agent, AgentConfig
 
-ROOT = Path(__file__).resolve().parents[2]
-AGENT = "system:serviceaccount:kubectl-dra-system:dra-node-agent"
 LEVEL = 'priority_level="dra-node-agent"'
 FLOWCONTROL = "/apis/flowcontrol.apiserver.k8s.io/v1"
 SERVER_CL = 400 + 200  # --max-requests-inflight + --max-mutating-requests-inflight, the defaults the plane runs with
@@ -113,13 +113,15 @@ class Cluster:
                                                  "borrowingLimitPercent": 0, "limitResponse": limit_response}}},
                            content_type="application/merge-patch+json")
         seats = expected_seats(self.plane, 1)
-        wait_for(lambda: self.of_level("apiserver_flowcontrol_current_limit_seats") == seats, "the tiny share")
+        wait_for("the tiny share", lambda: self.of_level("apiserver_flowcontrol_current_limit_seats") == seats,
+                 timeout=20, every=0.1)
         return seats
 
     def restore(self) -> None:
         self.plane.kubectl("apply", "-k", str(ROOT / "manifests"))
         seats = expected_seats(self.plane, 5)
-        wait_for(lambda: self.of_level("apiserver_flowcontrol_nominal_limit_seats") == seats, "the shipped share")
+        wait_for("the shipped share", lambda: self.of_level("apiserver_flowcontrol_nominal_limit_seats") == seats,
+                 timeout=20, every=0.1)
 
 
 def expected_seats(plane, ours: int) -> int:
@@ -129,14 +131,6 @@ def expected_seats(plane, ours: int) -> int:
                  (pl["spec"].get("limited") or pl["spec"].get("exempt") or {}).get("nominalConcurrencyShares", 0)
                  for pl in levels)
     return math.ceil(SERVER_CL * ours / shares)
-
-
-def wait_for(condition, what: str, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not reached in {timeout:.0f} s")
-        time.sleep(0.1)
 
 
 class HeldSeats:
@@ -152,7 +146,8 @@ class HeldSeats:
                           f"Authorization: Bearer {cluster.agent_token}\r\nContent-Type: application/json\r\n"
                           "Content-Length: 4096\r\n\r\n{").encode())
             self.sockets.append(sock)
-        wait_for(lambda: cluster.of_level("apiserver_flowcontrol_current_executing_seats") >= count, "held seats")
+        wait_for("held seats", lambda: cluster.of_level("apiserver_flowcontrol_current_executing_seats") >= count,
+                 timeout=20, every=0.1)
 
     def release(self) -> None:
         for sock in self.sockets:
@@ -238,7 +233,7 @@ def test_a_throttled_agent_backs_off_keeps_its_report_and_recovers(cluster):
         assert status == 429 and int(headers["retry-after"]) >= 1
         mark = plane.audit_mark()
         loop.start()
-        wait_for(lambda: len(failed(scans)) >= 3, "three failed scans in the loop", timeout=45)
+        wait_for("three failed scans in the loop", lambda: len(failed(scans)) >= 3, timeout=45, every=0.1)
         first_failure, *_ = failed(scans)
         # a scan that needs the API fails with the API server's 429, after the client's retries
         assert isinstance(first_failure[2], ApiError) and first_failure[2].status == 429, first_failure
@@ -270,10 +265,10 @@ def test_a_throttled_agent_backs_off_keeps_its_report_and_recovers(cluster):
     # the throttle lifted: the next try succeeds, the report is current again, nothing fails after it
     throttled = agent.report
     agent.trigger.set()
-    wait_for(lambda: agent.report is not throttled, "a scan after the throttle", timeout=30)
+    wait_for("a scan after the throttle", lambda: agent.report is not throttled, timeout=30, every=0.1)
     failed_scans, recovered = errors("dra_agent_scan_errors_total", scan_errors), agent.report
     agent.trigger.set()
-    wait_for(lambda: agent.report is not recovered, "a second scan after the throttle", timeout=30)
+    wait_for("a second scan after the throttle", lambda: agent.report is not recovered, timeout=30, every=0.1)
     agent.shutdown()
     loop.join(timeout=30)
     assert not loop.is_alive()
