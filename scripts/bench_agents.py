@@ -28,12 +28,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
+
+import psutil
 
 ROOT = Path(__file__).resolve().parents[1]
 CLUSTER_SIZES = (1000, 5000)
@@ -135,8 +136,8 @@ def summarize(per: dict, minutes: float) -> dict:
 # -- the harness -------------------------------------------------------------------------------------
 
 def _cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime (fields 14, 15)
+    times = psutil.Process(pid).cpu_times()
+    return times.user + times.system
 
 
 class ByteMeter:
