@@ -100,7 +100,7 @@ def readable(file: str, observed: str) -> bool:
     return True
 
 
-UNKNOWN_CAUSES = ("CgroupMissing", "CgroupUnreadable", "InvalidField")
+UNKNOWN_CAUSES = ("CgroupMissing", "CgroupUnreadable", "CgroupUnsupported", "InvalidField")
 
 
 def _resizing(pod: Pod) -> bool:

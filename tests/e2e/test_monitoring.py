@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -26,6 +27,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from kubectl_dra.cgroups.options import NodeOptions
 from kubectl_dra.kube.options import KubeOptions
 from kubectl_dra.model.registry import parse_object
+from kubectl_dra.nodescan.cgroupfs import CgroupFS
 from kubectl_dra.verify.compare import UNKNOWN_CAUSES
 from node_agent.publish import ERROR_STAGES
 from node_agent.service import Agent, AgentConfig
@@ -40,6 +42,16 @@ REQUIRED = os.environ.get("KUBECTL_DRA_REQUIRE_CONTROL_PLANE") == "1"
 # labels Prometheus puts on every series of a PodMonitor target (besides the relabelings'): the
 # agent never sets them; `namespace` and `pod` only where the agent does not set its own (honorLabels)
 TARGET_LABELS = {"job", "instance", "container", "endpoint", "namespace", "pod"}
+# The one source besides the agent: kube-state-metrics' DaemonSet series (DRANodeAgentMissing: a node
+# that should run the agent and has none available, where no agent exists to report it). No agent
+# scrape has them, so these names, with their labels, are all a rule or a panel may name that the
+# agent does not emit: kube-state-metrics' stable DaemonSet metrics
+# (kubernetes/kube-state-metrics docs/metrics/workload/daemonset-metrics.md), each labelled
+# namespace and daemonset. The labels its ServiceMonitor target adds, as kube-prometheus-stack
+# scrapes it (honorLabels: the DaemonSet's namespace wins over kube-state-metrics' own):
+KUBE_STATE_METRICS = {name: {"namespace", "daemonset"} for name in (
+    "kube_daemonset_status_desired_number_scheduled", "kube_daemonset_status_number_available")}
+KUBE_STATE_METRICS_TARGET_LABELS = {"job", "instance", "container", "endpoint", "service", "pod"}
 
 
 def _need(path: Path, what: str) -> Path:
@@ -86,6 +98,23 @@ def write_rules(directory: Path) -> Path:
     path = directory / "dra-node-agent.rules.yaml"
     path.write_text(yaml.safe_dump({"groups": rule_object()["spec"]["groups"]}, sort_keys=False))
     return path
+
+
+def unknown_verdict_causes() -> set[str]:
+    """The causes that make a pod Unknown rather than Diverged: kubectl_dra.verify.compare's
+    UNKNOWN_CAUSES (a cgroup or file missing or unreadable, an invalid field), and the cause a cgroup
+    root the agent cannot scan gives every pod (kubectl_dra.nodescan.scan): cgroup v1 or hybrid is
+    CgroupUnsupported, a missing or foreign root CgroupMissing."""
+    causes = set(UNKNOWN_CAUSES)
+    with tempfile.TemporaryDirectory() as tmp:
+        v1, hybrid, empty, missing = (Path(tmp) / name for name in ("v1", "hybrid", "empty", "missing"))
+        (v1 / "memory").mkdir(parents=True)
+        (hybrid / "unified").mkdir(parents=True)
+        (hybrid / "unified" / "cgroup.controllers").write_text("cpu memory\n")
+        empty.mkdir()
+        for root in (v1, hybrid, empty, missing):
+            causes.add(CgroupFS(root).unusable()[0])
+    return causes
 
 
 def promtool_run(promtool: str, *args: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -243,11 +272,43 @@ def test_the_rules_select_up_by_the_labels_the_pod_monitor_gives_it():
             assert job == labels["job"], rule["alert"]
 
 
+def test_the_causes_that_mean_unknown():
+    """What the alerts below rely on: a cgroup v1 node makes every pod Unknown too."""
+    assert unknown_verdict_causes() == set(UNKNOWN_CAUSES) | {"CgroupUnsupported"}
+
+
 def test_the_diverged_alert_leaves_out_exactly_the_causes_that_mean_unknown():
-    """Unreadable cgroups make a pod Unknown, not Diverged (kubectl_dra.verify.compare)."""
+    """Unreadable cgroups (or a cgroup v1 node) make a pod Unknown, not Diverged."""
     [rule] = [r for r in rules() if r["alert"] == "DRAEnforcementDiverged"]
     [causes] = re.findall(r'cause!~"([^"]*)"', rule["expr"])
-    assert set(causes.split("|")) == set(UNKNOWN_CAUSES)
+    assert set(causes.split("|")) == unknown_verdict_causes()
+
+
+def test_the_unknown_alert_takes_exactly_the_pods_the_agent_calls_unknown():
+    """A pod with one of those causes and no real divergence (compare_pod: error or warning, another
+    cause), per pod and cause like DRAEnforcementDiverged."""
+    [rule] = [r for r in rules() if r["alert"] == "DRAPodVerdictUnknown"]
+    [unknown] = re.findall(r'cause=~"([^"]*)"', rule["expr"])
+    [diverged] = re.findall(r'cause!~"([^"]*)"', rule["expr"])
+    assert set(unknown.split("|")) == set(diverged.split("|")) == unknown_verdict_causes()
+    assert 'unless on (node, namespace, pod)' in rule["expr"] and 'severity!="info"' in rule["expr"]
+
+
+def test_the_daemonset_alert_watches_the_agents_daemonset():
+    """DRANodeAgentMissing selects the DaemonSet of manifests/agent by namespace and name, and the
+    commands in its description find that DaemonSet's pods."""
+    daemonset = yaml.safe_load((ROOT / "manifests" / "agent" / "daemonset.yaml").read_text())
+    [rule] = [r for r in rules() if r["alert"] == "DRANodeAgentMissing"]
+    selectors, _ = references(rule["expr"])
+    assert {m for m, _ in selectors} == set(KUBE_STATE_METRICS)
+    for metric in KUBE_STATE_METRICS:
+        assert f'{metric}{{namespace="{daemonset["metadata"]["namespace"]}", daemonset="{daemonset["metadata"]["name"]}"}}' \
+            in rule["expr"]
+    selector = ",".join(f"{k}={v}" for k, v in daemonset["spec"]["selector"]["matchLabels"].items())
+    assert f"-l {selector}`" in rule["annotations"]["description"]
+    # the for: outlasts a rollout: maxUnavailable 10% is about 10 waves of one agent restart each
+    assert daemonset["spec"]["updateStrategy"]["rollingUpdate"]["maxUnavailable"] == "10%"
+    assert rule["for"] == "30m"
 
 
 def test_the_dashboard_is_a_grafana_dashboard_on_a_datasource_variable():
@@ -263,7 +324,11 @@ def test_the_dashboard_is_a_grafana_dashboard_on_a_datasource_variable():
         assert panel["targets"] and all(t["refId"] and t["expr"] for t in panel["targets"])
     titles = {p["title"] for p in board["panels"]}
     assert {"Pods by verdict", "Divergences by cause", "Claim findings", "Scan duration p95", "Scan errors",
-            "Last scan age", "Build info"} <= titles
+            "Last scan age", "Build info", "API watches open", "API lists per hour"} <= titles
+    # counters (dra_agent_api_lists counts since the agent started) are shown as rates, never raw
+    for metric in ("dra_agent_scan_errors_total", "dra_agent_api_lists"):
+        exprs = [e for e in dashboard_exprs() if metric in e]
+        assert exprs and all(re.search(r"\b(rate|increase)\(" + metric + r"\{", e) for e in exprs), metric
 
 
 @pytest.mark.kubectl
@@ -338,9 +403,9 @@ def test_references_reads_selectors_and_grouping():
 
 @pytest.fixture
 def real_agent(tmp_path, make_apiserver, kubeconfig_for):
-    """The agent service on a cgroup tree with one planted divergence, a kubelet checkpoint and CDI
-    specs with one claim's spec deleted under its running pod (a claim finding), publishing to the
-    API server: every metric has at least one series."""
+    """The agent service on a cgroup tree with one planted divergence, one pod whose container cgroup
+    is gone (Unknown), a kubelet checkpoint and CDI specs with one claim's spec deleted under its
+    running pod (a claim finding), publishing to the API server: every metric has at least one series."""
     pods = node_pods()
     raw = [p.raw for p in pods]
     trainer = next(p for p in raw if p["metadata"]["name"] == "burstable")
@@ -348,6 +413,7 @@ def real_agent(tmp_path, make_apiserver, kubeconfig_for):
     node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": NODE, "uid": "node-uid-1"}, "status": {}}
     dirs = build_tree(tmp_path / "sys", [parse_object(p) for p in raw], NodeOptions(hugepage_sizes=[2 << 20, 1 << 30]))
     set_file(dirs[("burstable", "encoder")], "memory.max", str(8 << 30))  # the planted divergence
+    shutil.rmtree(dirs[("besteffort", "shell")])  # its cgroup gone: the pod is Unknown
     for (name, container), directory in dirs.items():
         if name == "burstable" and container:
             (directory / "cgroup.procs").write_text("4242\n")  # its sandbox runs
@@ -399,13 +465,24 @@ def test_every_metric_and_label_the_rules_and_the_dashboard_name_is_in_a_real_sc
     series = scraped(base)
     names = {name: set().union(*(set(s) for s in sets)) for name, sets in series.items()}
     names["up"] = set(up_labels())  # made by Prometheus from the PodMonitor, checked above
+    assert not set(KUBE_STATE_METRICS) & set(names)  # the listed ones never stand in for an agent metric
+    allowed = {**names, **KUBE_STATE_METRICS}
     exprs = [(r["alert"], r["expr"]) for r in rules()] + [(f"dashboard: {e}", concrete(e)) for e in dashboard_exprs()]
-    assert unknown_references(exprs, names) == []
+    assert unknown_references(exprs, allowed) == []
+    # the list holds only what a rule or a panel uses
+    assert set(KUBE_STATE_METRICS) <= {metric for _, e in exprs for metric, _ in references(e)[0]}
     # the check itself: a misspelled label, a label the metric lacks, a metric that does not exist
+    # (the agent's, or a kube-state-metrics one misspelled or given a label it lacks)
     assert unknown_references([("a", 'dra_agent_pods{pod_name="x"}'), ("b", "sum by (namespace) (dra_agent_pods)"),
-                               ("c", "time() - dra_agent_last_scrape_timestamp_seconds")], names) == [
+                               ("c", "time() - dra_agent_last_scrape_timestamp_seconds"),
+                               ("d", "max by (node) (dra_agent_api_list)"),
+                               ("e", 'kube_daemonset_status_number_availabe{daemonset="dra-node-agent"}'),
+                               ("f", 'kube_daemonset_status_number_available{ds="dra-node-agent"}'),
+                               ("g", "max by (node) (kube_daemonset_status_desired_number_scheduled)")], allowed) == [
         "a: label pod_name on dra_agent_pods", "b: by/on label namespace on dra_agent_pods",
-        "c: metric dra_agent_last_scrape_timestamp_seconds"]
+        "c: metric dra_agent_last_scrape_timestamp_seconds", "d: metric dra_agent_api_list",
+        "e: metric kube_daemonset_status_number_availabe", "f: label ds on kube_daemonset_status_number_available",
+        "g: by/on label node on kube_daemonset_status_desired_number_scheduled"]
 
 
 def test_the_promtool_unit_tests_feed_series_shaped_as_the_agent_emits_them(real_agent):
@@ -429,6 +506,10 @@ def test_the_promtool_unit_tests_feed_series_shaped_as_the_agent_emits_them(real
                 if metric == "up":
                     assert set(up_labels()) <= set(labels) <= set(up_labels()) | TARGET_LABELS, item["series"]
                     continue
+                if metric in KUBE_STATE_METRICS:  # not the agent's: its documented labels, and its target's
+                    assert set(labels) - KUBE_STATE_METRICS_TARGET_LABELS == KUBE_STATE_METRICS[metric], item["series"]
+                    assert labels["job"] == "kube-state-metrics", item["series"]
+                    continue
                 assert metric in names, f"{metric}: not in the agent's /metrics"
                 assert set(labels) - (TARGET_LABELS - names[metric]) == names[metric], item["series"]
                 for label, allowed in values.items():
@@ -447,9 +528,10 @@ def render(template: str, labels: dict[str, str], value: float) -> str:
 
 
 def test_the_alerts_fire_on_a_real_agents_series_and_only_where_they_should(promtool, real_agent, tmp_path):
-    """A real agent's whole scrape (a diverged pod, a claim finding, a healthy scan and write) fed
-    to promtool as it would reach Prometheus through the PodMonitor: the divergence and the finding
-    alert with their real labels, and nothing else does."""
+    """A real agent's whole scrape (a diverged pod, an Unknown pod, a claim finding, a healthy scan
+    and write) fed to promtool as it would reach Prometheus through the PodMonitor: the divergence,
+    the Unknown pod and the finding alert with their real labels, and nothing else does (no
+    kube-state-metrics series: DRANodeAgentMissing stays quiet)."""
     agent, base, report = real_agent
     code, text = get(base + "/metrics")
     target = {"job": "dra-node-agent", "instance": "10.244.1.7:8080", "container": "agent", "endpoint": "http",
@@ -470,10 +552,16 @@ def test_the_alerts_fire_on_a_real_agents_series_and_only_where_they_should(prom
                 findings.append((sample.labels, sample.value))
     rule = {r["alert"]: r for r in rules()}
 
-    def expected(alert: str, samples, keys) -> list[dict]:
+    unknown_causes = unknown_verdict_causes()
+    # the pods the agent's own report calls Unknown, and the causes that made them so
+    unknown_pods = {(p.namespace, p.name): {d.cause for d in p.divergences if d.cause in unknown_causes}
+                    for p in report.status.pods if p.verdict == "Unknown"}
+    assert report.status.summary.unknown == len(unknown_pods) == 1  # the planted one
+
+    def expected(alert: str, samples, keys, keep) -> list[dict]:
         groups: dict[tuple, float] = {}
         for labels, value in samples:
-            if labels["severity"] == "info" or labels.get("cause") in UNKNOWN_CAUSES:
+            if not keep(labels):
                 continue
             key = tuple(labels[k] for k in keys)
             groups[key] = max(groups.get(key, value), value)
@@ -481,15 +569,22 @@ def test_the_alerts_fire_on_a_real_agents_series_and_only_where_they_should(prom
         for key, value in groups.items():
             labels = dict(zip(keys, key))
             annotations = {k: render(v, labels, value) for k, v in rule[alert]["annotations"].items()}
-            alerts.append({"exp_labels": {**labels, "severity": "critical" if labels["severity"] == "error" else "warning"},
+            alerts.append({"exp_labels": {**labels, "severity": "critical" if labels.get("severity") == "error" else "warning"},
                            "exp_annotations": annotations})
         return alerts
 
+    def real(labels) -> bool:
+        return labels["severity"] != "info" and labels.get("cause") not in unknown_causes
+
     firing = {"DRAEnforcementDiverged": expected("DRAEnforcementDiverged", divergences,
-                                                ("node", "namespace", "pod", "cause", "severity")),
-              "DRAClaimFindings": expected("DRAClaimFindings", findings, ("node", "namespace", "claim", "code", "severity"))}
-    assert firing["DRAEnforcementDiverged"] and firing["DRAClaimFindings"]  # the planted divergence and finding
-    cases = [{"eval_time": "30m", "alertname": name, "exp_alerts": firing.get(name, [])} for name in rule]
+                                                ("node", "namespace", "pod", "cause", "severity"), real),
+              "DRAPodVerdictUnknown": expected("DRAPodVerdictUnknown", divergences, ("node", "namespace", "pod", "cause"),
+                                               lambda labels: labels["cause"] in unknown_pods.get(
+                                                   (labels["namespace"], labels["pod"]), ())),
+              "DRAClaimFindings": expected("DRAClaimFindings", findings, ("node", "namespace", "claim", "code", "severity"), real)}
+    assert firing["DRAEnforcementDiverged"] and firing["DRAPodVerdictUnknown"] and firing["DRAClaimFindings"]
+    # past every for: (30 minutes at most), the series held for 40
+    cases = [{"eval_time": "35m", "alertname": name, "exp_alerts": firing.get(name, [])} for name in rule]
     write_rules(tmp_path)
     (tmp_path / "real.test.yaml").write_text(yaml.safe_dump({
         "rule_files": ["dra-node-agent.rules.yaml"], "evaluation_interval": "1m",
