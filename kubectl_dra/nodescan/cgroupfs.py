@@ -183,15 +183,25 @@ class NotRegularFile(OSError):
     """A FIFO, device or socket where a kernel file belongs (a test tree, a wrong mount)."""
 
 
+class ReplacedFile(OSError):
+    """A file that has no name left (its link count is 0): what a mount of a single file shows after
+    the host replaced the file by renaming a new one over it, as the kubelet writes its checkpoints.
+    Its content is the old one, so nothing may be concluded from it."""
+
+
 def read_small(path: str, *, dir_fd: int | None = None, limit: int) -> bytes:
     """At most ``limit`` bytes of a regular file. Opened non-blocking and checked with fstat before
     the read, so a FIFO or a device in the tree is refused at once, never waited on or read without
     end; what is beyond the limit is not read (OSError EFBIG, said as "larger than")."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
     try:
-        mode = os.fstat(fd).st_mode
+        status = os.fstat(fd)
+        mode = status.st_mode
         if not stat.S_ISREG(mode):
             raise NotRegularFile(errno.EINVAL, f"not a regular file ({_kind(mode)})")
+        if status.st_nlink == 0:
+            raise ReplacedFile(errno.ESTALE, "replaced on the host since it was mounted: a mount of the file "
+                                             "alone keeps showing the old one; mount its directory")
         data = b""
         while len(data) <= limit:  # kernel files (seq_file: cgroup.procs) may answer a page per read
             chunk = os.read(fd, limit + 1 - len(data))

@@ -1,5 +1,7 @@
 """The kubelet's own state files under its root directory (``--kubelet-root``, default
-``/var/lib/kubelet``; in the DaemonSet one read-only file mount each, under ``/host``).
+``/var/lib/kubelet``; in the DaemonSet the directory, mounted read-only under ``/host``: the kubelet
+replaces its checkpoints by renaming a new file over the old, so a mount of one file goes stale at
+the first change, which is refused here, never read as current).
 
 Every file is optional: a missing one means "not mounted" (the agent then predicts from the pod
 specs and says so); an unreadable or malformed one is reported, never guessed around. The kubelet
@@ -14,7 +16,7 @@ import os
 from dataclasses import dataclass
 
 from kubectl_dra.cgroups.cpumanager import CPUManagerState, CPUManagerStateError, parse_cpu_manager_state
-from kubectl_dra.nodescan.cgroupfs import read_small
+from kubectl_dra.nodescan.cgroupfs import ReplacedFile, read_small
 
 DEFAULT_KUBELET_ROOT = "/var/lib/kubelet"
 CPU_MANAGER_STATE = "cpu_manager_state"
@@ -36,6 +38,8 @@ class KubeletState:
 def unreadable(exc: OSError, hint: str) -> str:
     """Why a host path could not be read, with what a permission error means (``hint``: which
     overlay gives a root agent the mount)."""
+    if isinstance(exc, ReplacedFile):  # a stale single-file mount: say what to mount instead
+        return f"{exc.strerror} (manifests/components/kubelet-state mounts the kubelet's root directory)"
     return f"permission denied ({hint})" if exc.errno in (errno.EACCES, errno.EPERM) else (exc.strerror or str(exc))
 
 

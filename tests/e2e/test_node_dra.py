@@ -130,7 +130,7 @@ def test_a_spec_deleted_under_running_pods(node):
 def test_a_spec_missing_while_no_sandbox_runs_as_after_a_reboot(node):
     """A reboot empties /var/run/cdi and every pod's cgroup; the kubelet prepares each claim again when
     it creates the sandbox after its own restart and the driver writes the spec then (a real v1.37.2
-    kubelet and the e2e test driver, tests/node/test_node_daemonset.py::test_the_node_rebooted). Until
+    kubelet and the e2e test driver, tests/node/cgroupfs/test_node_daemonset.py::test_the_node_rebooted). Until
     then the missing spec is info, not an error: no exit 1, no Event. A pod cgroup that exists with
     every cgroup.procs empty (a sandbox being torn down or not started yet) is the same."""
     (node.cdi[1] / "gpu.example.com-gpu.json").unlink()
@@ -503,6 +503,41 @@ def test_the_socket_answers_through_a_read_only_bind_mount(short_tmp):
             (ro / "probe").write_text("x")
     finally:
         subprocess.run(["umount", str(ro)], capture_output=True)
+
+
+@pytest.mark.kernel
+def test_a_checkpoint_mounted_alone_goes_stale_when_the_kubelet_replaces_it_and_is_refused(node):
+    """The kubelet writes its checkpoints to a temporary file and renames it over the old one
+    (pkg/kubelet/util/store/filestore.go writeFile, v1.37.2). A bind mount of the file alone keeps
+    the old inode: it still reads, with the old claims, and has no name left. Seen on the real node
+    (tests/node: the 0.1.0 manifests mounted dra_manager_state alone and the agent reported claims the
+    kubelet had long unprepared). The scan refuses such a file as unreadable, with what to mount
+    instead, and concludes nothing from it (real kernel, as root)."""
+    import subprocess
+
+    node.write()
+    kubelet = node.kubelet
+    mounted = node.tmp / "mounted"
+    mounted.mkdir()
+    target = mounted / "dra_manager_state"
+    target.write_text("")
+    if os.geteuid() != 0 or subprocess.run(["mount", "--bind", str(kubelet / "dra_manager_state"), str(target)],
+                                           capture_output=True).returncode:
+        pytest.skip("needs root and bind mounts")
+    try:
+        before = node.scan("--kubelet-root", str(mounted))[1]
+        assert next(s for s in before["status"]["sources"] if s["name"] == "draCheckpoint")["state"] == "read"
+        fresh = kubelet / ".dra_manager_state.tmp"  # the kubelet's way: a new file renamed over the old
+        fresh.write_bytes((kubelet / "dra_manager_state").read_bytes())
+        os.rename(fresh, kubelet / "dra_manager_state")
+        assert target.read_bytes() == (kubelet / "dra_manager_state").read_bytes()  # same content: still stale
+        result, doc = node.scan("--kubelet-root", str(mounted))
+        source = next(s for s in doc["status"]["sources"] if s["name"] == "draCheckpoint")
+        assert source["state"] == "unreadable" and "replaced on the host since it was mounted" in source["message"]
+        assert "manifests/components/kubelet-state" in source["message"]
+        assert "CheckpointCorrupt" not in str(findings(doc)), result.output
+    finally:
+        subprocess.run(["umount", str(target)], capture_output=True)
 
 
 def test_a_grpc_client_that_cannot_load_leaves_the_socket_unreadable_and_the_rest_read(node, monkeypatch):
