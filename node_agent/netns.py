@@ -80,8 +80,9 @@ def check_network(report: NodeEnforcementReport, inventory: Inventory, source, f
     inventory.extend(extra.all(ResourceClaim))
     inventory.extend(extra.all(ResourceSlice))
     # the host's namespace is PID 1's: the agent's own is its pod's (the overlay shares the host's PIDs,
-    # not its network), so reading its own links would never see a device left on the host
-    host = host_interfaces if host_interfaces is not None else interfaces(os.path.join(proc_root, "1", "ns", "net"))
+    # not its network), so reading its own links would never see a device left on the host. Entered
+    # only when a pod has a network device to look for: a node without any needs no namespace read
+    host = host_interfaces
     pods = {p.uid: p for p in inventory.all(Pod)}
     for verdict in report.status.pods:
         pod = pods.get(verdict.uid)
@@ -90,6 +91,8 @@ def check_network(report: NodeEnforcementReport, inventory: Inventory, source, f
         devices = expected_devices(pod, inventory)
         if not devices:
             continue
+        if host is None:
+            host = interfaces(os.path.join(proc_root, "1", "ns", "net"))
         netns = pod_netns(verdict.cgroup, fs, proc_root)
         inside = interfaces(netns) if netns else None
         for device, in_pod, host_name in devices:
