@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
+from kubectl_dra import __version__
 from kubectl_dra.allocatable.entries import from_status
 from kubectl_dra.cgroups import formulas as f
 from kubectl_dra.cgroups.options import NodeOptions, option_key, resolve
@@ -140,7 +141,8 @@ def scan(node_name: str, inventory: Inventory, fs: CgroupFS, given: dict[str, ob
     pods = pods_on(inventory, node_name)
     node = inventory.get(Node, None, node_name)
     report = NodeEnforcementReport(metadata=ReportMetadata(name=node_name, labels={NODE_LABEL: node_name}),
-                                   status=ReportStatus(observed_at=observed_at, cgroup_version=fs.version()))
+                                   status=ReportStatus(observed_at=observed_at, agent_version=__version__,
+                                                       cgroup_version=fs.version()))
     if node_dra is not None:  # independent of the cgroup version (sandboxes are looked at on v2 only)
         report.status.sources = node_dra.sources
         if node_dra.usable and report.status.cgroup_version != "v2":

@@ -78,6 +78,9 @@ class Summary(Part):
 
 class ReportStatus(Part):
     observed_at: str
+    # the agent release that wrote it (absent from reports 0.1.0 wrote): during a rollout, which
+    # nodes already run the new one
+    agent_version: str | None = None
     cgroup_version: str = "v2"
     cgroup_driver: str | None = None
     runtime: str | None = None

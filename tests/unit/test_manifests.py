@@ -140,7 +140,7 @@ def test_the_agents_have_their_own_bounded_api_priority():
 
 def test_the_namespace_admits_the_agents_host_paths():
     """Pod Security restricted and baseline forbid hostPath volumes: under either, the real API
-    server refused the DaemonSet's pod (tests/node/test_node_daemonset.py runs it). The pod itself
+    server refused the DaemonSet's pod (tests/node/cgroupfs/test_node_daemonset.py runs it). The pod itself
     meets restricted otherwise (test_daemonset_runs_least_privileged)."""
     labels = by_kind("Namespace")["metadata"]["labels"]
     assert labels["pod-security.kubernetes.io/enforce"] == "privileged"
@@ -160,25 +160,30 @@ def test_network_check_overlay_adds_only_what_it_needs():
 
 
 @pytest.mark.kubectl
-def test_kubelet_state_overlay_mounts_one_file_read_only():
+def test_kubelet_state_overlay_mounts_the_kubelet_root_read_only_with_its_secrets_hidden():
     base, ds = rendered_daemonset("."), rendered_daemonset("kubelet-state")
     pod, agent = ds.spec.template.spec, ds.spec.template.spec.containers[0]
-    # root, to read a 0600 root file; nothing else: every capability dropped, no host namespaces
+    # root, to read 0600 root files; nothing else: every capability dropped, no host namespaces
     assert pod.security_context.run_as_user == 0 and not pod.host_pid and not pod.host_network
     assert agent.security_context.capabilities.drop == ["ALL"] and not agent.security_context.capabilities.add
     assert agent.security_context.read_only_root_filesystem and agent.security_context.allow_privilege_escalation is False
     added = [m for m in agent.volume_mounts
              if m.mount_path not in {b.mount_path for b in base.spec.template.spec.containers[0].volume_mounts}]
-    assert [(m.mount_path, m.read_only) for m in added] == [("/host/var/lib/kubelet/cpu_manager_state", True)]
-    volume = next(v for v in pod.volumes if v.name == added[0].name)
-    assert (volume.host_path.path, volume.host_path.type) == ("/var/lib/kubelet/cpu_manager_state", "File")
+    assert all(m.read_only for m in added)
+    volumes = {v.name: v for v in pod.volumes}
+    # the directory, not the files: the kubelet renames a new checkpoint over the old at each change
+    root = next(m for m in added if m.mount_path == "/host/var/lib/kubelet")
+    assert (volumes[root.name].host_path.path, volumes[root.name].host_path.type) == ("/var/lib/kubelet", "Directory")
+    hidden = {m.mount_path.rsplit("/", 1)[1] for m in added if volumes[m.name].empty_dir is not None}
+    assert hidden == {"pods", "pki", "plugins", "plugins_registry", "device-plugins"}
+    assert len(added) == 1 + len(hidden)
     assert "--kubelet-root=/host/var/lib/kubelet" in agent.args
 
 
 def test_crd_printer_columns_and_example_reports_fit_the_schema():
     crd = by_kind("CustomResourceDefinition")
     version = crd["spec"]["versions"][0]
-    assert [c["name"] for c in version["additionalPrinterColumns"]] == ["Node", "Pods", "Diverged", "Claim-Findings", "Age"]
+    assert [c["name"] for c in version["additionalPrinterColumns"]] == ["Node", "Pods", "Diverged", "Claim-Findings", "Agent", "Age"]
     assert version["subresources"] == {"status": {}}
     status_schema = version["schema"]["openAPIV3Schema"]["properties"]["status"]["properties"]
     for report in (ROOT / "examples" / "cluster" / "reports").glob("*.yaml"):
@@ -196,14 +201,20 @@ def test_node_dra_state_overlay_mounts_only_what_its_checks_need():
     assert not [m for m in base_agent.volume_mounts if "kubelet" in m.mount_path or "cdi" in m.mount_path]
     added = sorted((m.mount_path, m.read_only) for m in agent.volume_mounts
                    if m.mount_path not in {b.mount_path for b in base_agent.volume_mounts})
-    assert added == [("/host/etc/cdi", True), ("/host/var/lib/kubelet/dra_manager_state", True),
-                     ("/host/var/lib/kubelet/pod-resources", True), ("/host/var/run/cdi", True)]
-    volumes = {v.name: (v.host_path.path, v.host_path.type) for v in pod.volumes if v.host_path}
-    # File, never FileOrCreate: an empty checkpoint would stop the kubelet's DRA manager
-    assert volumes["dra-checkpoint"] == ("/var/lib/kubelet/dra_manager_state", "File")
-    assert volumes["pod-resources"] == ("/var/lib/kubelet/pod-resources", "Directory")
+    kubelet = "/host/var/lib/kubelet"
+    # the kubelet's root, read-only (its checkpoints are replaced, never rewritten in place: a file
+    # mount would go stale), with what holds secrets, keys and plugin sockets hidden under empty dirs
+    hidden = ["device-plugins", "pki", "plugins", "plugins_registry", "pods"]
+    assert added == sorted([("/host/etc/cdi", True), (kubelet, True), (f"{kubelet}/pod-resources", True),
+                            ("/host/var/run/cdi", True), *((f"{kubelet}/{h}", True) for h in hidden)])
+    volumes = {v.name: v for v in pod.volumes}
+    by_path = {m.mount_path: volumes[m.name] for m in agent.volume_mounts}
+    assert (by_path[kubelet].host_path.path, by_path[kubelet].host_path.type) == ("/var/lib/kubelet", "Directory")
+    for name in hidden:
+        assert by_path[f"{kubelet}/{name}"].empty_dir is not None and by_path[f"{kubelet}/{name}"].host_path is None
+    assert by_path[f"{kubelet}/pod-resources"].host_path.path == "/var/lib/kubelet/pod-resources"
     assert agent.args == base_agent.args + ["--cdi-dir=/host/etc/cdi", "--cdi-dir=/host/var/run/cdi"]
-    # root for the 0600 checkpoint and the root-owned socket, and nothing more
+    # root for the 0600 checkpoints and the root-owned socket, and nothing more
     assert pod.security_context.run_as_user == 0 and not pod.host_pid and not pod.host_network
     assert agent.security_context.capabilities.drop == ["ALL"] and not agent.security_context.capabilities.add
     assert agent.security_context.read_only_root_filesystem and agent.security_context.allow_privilege_escalation is False
