@@ -55,7 +55,7 @@ def run(args, cwd: Path, env: dict[str, str] | None = None, timeout: float = 900
 def packages(tmp_path_factory) -> Path:
     """scripts/release's sdist and wheel, built once (the krew archive is left to its own test)."""
     dist = tmp_path_factory.mktemp("dist")
-    run(["bash", ROOT / "scripts" / "release", "--no-krew", dist], cwd=ROOT, env=clean_env())
+    run(["bash", ROOT / "scripts" / "release", "--no-krew", "--no-image", dist], cwd=ROOT, env=clean_env())
     assert sorted(p.name for p in dist.iterdir()) == sorted([SDIST, WHEEL])
     return dist
 
@@ -120,7 +120,7 @@ def test_the_wheel_holds_the_packages_and_nothing_else(packages):
 def test_the_sdist_holds_what_a_build_needs(packages):
     with tarfile.open(packages / SDIST) as sdist:
         names = {n.split("/", 1)[1] for n in sdist.getnames() if "/" in n}
-    assert {"pyproject.toml", "README.md", "LICENSE", "node_agent/podresources/api.proto"} <= names
+    assert {"pyproject.toml", "README.md", "LICENSE", "CHANGELOG.md", "node_agent/podresources/api.proto"} <= names
     assert package_sources() <= names
     assert not [n for n in names if n.startswith("tests/") or "__pycache__" in n]
 
