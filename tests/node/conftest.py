@@ -1,194 +1,138 @@
 """The node tier: a real kubelet v1.37.2, containerd 2.4.2 and runc 1.5.2 on a real cgroup v2 kernel
 (a qemu VM, vm.py), joined to a real control plane (tests/cluster/controlplane.py), with a real DRA
-kubelet plugin. Every node-side verdict of the project is checked against what they really do.
+kubelet plugin (testbed/draplugin). Every node-side verdict of the project is checked against what
+they really do.
 
-Two boots share one control plane, one after the other (2 cores: running both at once is no faster):
-- ``cgroupfs_node``: our init as PID 1, /var/lib on a disk (it reboots), the cgroupfs driver, the
-  static CPU manager (one reserved CPU), Memory QoS with TieredReservation and throttling factor 0.9, containerd's default hugetlb
-  setting (container limits not applied). The fault tests run last on it.
-- ``systemd_node``: the host's systemd as the guest's PID 1, the systemd driver, the CPU manager's
-  none policy, the MemoryQoS gate with the kubelet's defaults, containerd applying container hugepage
-  limits (disable_hugetlb_controller = false).
-Both run the pods of matrix.py. Skipped with one reason when the binaries are missing
-(scripts/build-node); ``KUBECTL_DRA_REQUIRE_NODE=1`` (set by .ci/run) makes that a failure instead.
-On a failure, the end of every node log (console, containerd, kubelet, plugin, agent) is attached
-to the report; the whole run directory stays under pytest's basetemp.
+Fixtures, for the whole run:
+- ``node_plane``: the control plane the nodes join, with the agent's namespace, CRD and RBAC as
+  shipped (manifests/agent);
+- ``agent_images``: this checkout's agent image and the previous release's (``scripts/build-image``
+  and ``scripts/build-image --previous``), pushed to ``registry``, an image registry on loopback
+  that the nodes pull from as a cluster's nodes do.
+Each boot is a package with its own fixture, up for that package's tests and stopped after them:
+``cgroupfs/`` (``cgroupfs_node``, and the agent deployed there) and ``systemd/`` (``systemd_node``).
+
+Skipped with one reason when the binaries or tools are missing (scripts/build-node, build-image);
+``KUBECTL_DRA_REQUIRE_NODE=1`` (set by .ci/run) makes that a failure instead. On a failure, the end
+of every log of the nodes up at the time (console, containerd, kubelet, plugin) is attached to the
+report; the run directory stays under pytest's basetemp. The summary prints each step's time.
 """
 
 from __future__ import annotations
 
 import os
 import sys
-import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE), str(HERE.parent / "cluster")]
+ROOT = HERE.parents[1]
+sys.path[:0] = [str(HERE), str(HERE.parent / "cluster"), str(ROOT / "scripts")]
 
+import releases  # noqa: E402
+from boots import BOOTED, RUNNING, SERVICE_CIDR, CGROUPFS, SYSTEMD  # noqa: E402
 from controlplane import BIN, ControlPlane, binaries_present  # noqa: E402
-from boots import AGENT_NAMESPACE, CGROUPFS, CGROUPFS_KUBELET, SERVICE_CIDR, SYSTEMD, SYSTEMD_KUBELET  # noqa: E402
-from realnode import ContainerdSettings, RealNode  # noqa: E402
+from k8s_build import CACHE  # noqa: E402
+from realnode import RealNode  # noqa: E402
+from registry import PUSHED, Registry, tools_present  # noqa: E402
 from vm import NODE as NODE_CACHE, node_binaries_present  # noqa: E402
 
-import matrix  # noqa: E402
-
 REQUIRED = os.environ.get("KUBECTL_DRA_REQUIRE_NODE") == "1"
-# the order the tier runs in: everything on the cgroupfs boot, its faults last, then the systemd boot
-ORDER = ("test_node_prediction", "test_node_agent", "test_node_state", "test_node_faults", "test_node_daemonset",
-         "test_node_systemd")
-
-def pytest_collection_modifyitems(config, items):
-    ours = [i for i in items if "tests/node/" in str(i.fspath).replace(os.sep, "/")]
-    if not ours:
-        return
-    missing = [what for what, ok in (("control plane", binaries_present()), ("node", node_binaries_present())) if not ok]
-    if missing and not REQUIRED:
-        reason = (f"{' and '.join(missing)} binaries not built (scripts/build-control-plane, scripts/build-node; "
-                  f"they need Go, apt-get and the module proxy): see {BIN.parent}")
-        for item in ours:
-            item.add_marker(pytest.mark.skip(reason=reason))
-    rank = {name: i for i, name in enumerate(ORDER)}
-    positions = sorted(items.index(i) for i in ours)
-    ordered = sorted(ours, key=lambda i: (rank.get(Path(str(i.fspath)).stem, len(ORDER)), positions[ours.index(i)]))
-    for position, item in zip(positions, ordered):
-        items[position] = item
+IMAGE_CACHE = CACHE.parent / "image"
+REPOSITORY = "kubectl-dra-node-agent"
 
 
-BOOTED: dict[str, "Booted"] = {}  # every boot of this run (also for the terminal summary)
-
-
-class Nodes:
-    """At most one node VM at a time; asking for the other boot stops the first."""
-
-    def __init__(self, plane: ControlPlane, workdir: Path):
-        self.plane, self.workdir = plane, workdir
-        self.current: RealNode | None = None
-
-    def boot(self, name: str, make) -> "Booted":
-        if name in BOOTED and self.current is BOOTED[name].node:
-            return BOOTED[name]
-        if name in BOOTED:
-            pytest.fail(f"node {name} was already booted and stopped in this run; the tier's order is {ORDER}")
-        self.stop()
-        node = make()
-        self.current = node
-        try:
-            node.boot()
-        except BaseException:
-            self.stop()
-            raise
-        BOOTED[name] = Booted(node)
-        return BOOTED[name]
-
-    def stop(self) -> None:
-        """Stop the VM and forget its node: its Node object, and the matrix's pods and claims, which
-        no kubelet will ever finish (the next boot creates them again, for itself)."""
-        if self.current is not None:
-            self.current.stop()
-            kubectl = self.plane.kubectl
-            kubectl("delete", "pods", "--all", "-n", matrix.NAMESPACE, "--force", "--grace-period=0", check=False)
-            kubectl("delete", "namespace", matrix.NAMESPACE, "--ignore-not-found", "--timeout=180s", check=False)
-            kubectl("delete", "node", self.current.name, "--ignore-not-found", check=False)
-            self.current = None
-
-
-class Booted:
-    """A booted node with the matrix's pods running and the agent's identity on it."""
-
-    def __init__(self, node: RealNode):
-        self.node = node
-        self.plane = node.plane
-        began = time.monotonic()
-        node.apply(matrix.objects())
-        self.pods = node.wait_pods(matrix.NAMESPACE, [p["metadata"]["name"] for p in matrix.pods()])
-        node.timings["matrix"] = time.monotonic() - began
-        self.agent_kubeconfig = node.write_agent_kubeconfig(AGENT_NAMESPACE, "dra-node-agent")
-        self.user_kubeconfig = str(self.plane.kubeconfig(node.host_dir / "user.kubeconfig"))
-
-    def refresh(self) -> None:
-        self.pods = self.node.wait_pods(matrix.NAMESPACE, [p["metadata"]["name"] for p in matrix.pods()])
-
-
-def pytest_terminal_summary(terminalreporter):
-    """Each boot's timings (seconds from qemu's start): VM up, containerd with the images, the Node
-    Ready, the plugin's slice published, then the matrix's pods Running."""
-    for name, booted in BOOTED.items():
-        t = booted.node.timings
-        terminalreporter.write_line(
-            f"node tier {name}: guest up {t.get('vm', 0):.0f}s, containerd {t.get('containerd', 0):.0f}s, "
-            f"Ready {t.get('ready', 0):.0f}s, slice {t.get('slices', 0):.0f}s; {len(matrix.pods())} pods Running "
-            f"{t.get('matrix', 0):.0f}s later")
-        standard = {"vm", "containerd", "ready", "slices", "matrix"}
-        for what, seconds in booted.node.timings.items():
-            if what not in standard:
-                terminalreporter.write_line(f"node tier {name}: {what} {seconds:.0f}s")
-        for what, value in getattr(booted.node, "measured", {}).items():
-            terminalreporter.write_line(f"node tier {name}: agent with 60 pods: {what} {value:.1f}")
+def unavailable(reason: str):
+    if REQUIRED:
+        pytest.fail(f"KUBECTL_DRA_REQUIRE_NODE=1 but {reason}")
+    pytest.skip(reason)
 
 
 @pytest.fixture(scope="session")
 def node_plane(tmp_path_factory):
     if not binaries_present():
-        pytest.fail(f"KUBECTL_DRA_REQUIRE_NODE=1 but the control plane binaries are missing in {BIN}")
+        unavailable(f"the control plane binaries are missing in {BIN} (scripts/build-control-plane)")
     if not node_binaries_present():
-        pytest.fail(f"KUBECTL_DRA_REQUIRE_NODE=1 but the node's binaries are missing in {NODE_CACHE} (scripts/build-node)")
+        unavailable(f"the node's binaries are missing in {NODE_CACHE} (scripts/build-node: Go, apt-get, root)")
     plane = ControlPlane(tmp_path_factory.mktemp("node-plane"), scheduler=True, controllers=True, node_lifecycle=True,
                          extra_tokens=(RealNode.token_for(CGROUPFS), RealNode.token_for(SYSTEMD)),
                          service_accounts=True, service_cidr=SERVICE_CIDR).start()
     try:
-        root = HERE.parents[1] / "manifests" / "agent"
         for part in ("namespace.yaml", "crd.yaml", "rbac.yaml"):  # the agent's identity, as shipped
-            plane.kubectl("apply", "-f", str(root / part))
+            plane.kubectl("apply", "-f", str(ROOT / "manifests" / "agent" / part))
         yield plane
     finally:
         plane.stop()
 
 
-@pytest.fixture(scope="session")
-def nodes(node_plane, tmp_path_factory):
-    manager = Nodes(node_plane, tmp_path_factory.mktemp("nodes"))
-    yield manager
-    manager.stop()
+@dataclass(frozen=True)
+class AgentImages:
+    """The agent images in the registry, as the node pulls them (``registry.HOST/...``)."""
+
+    current: str  # this checkout's, tagged with its version
+    current_digest: str  # what scripts/build-image printed: the kubelet reports it as the imageID
+    previous: str  # the previous release's, built from its recorded commit by that commit's own script
+    previous_digest: str
+    previous_release: releases.Release
+    repository: str  # the registry's name for the image, without tag (a kustomize images: newName)
 
 
 @pytest.fixture(scope="session")
-def cgroupfs_node(nodes) -> Booted:
-    return nodes.boot(CGROUPFS, lambda: RealNode(nodes.plane, nodes.workdir / CGROUPFS, CGROUPFS, mode="cgroupfs",
-                                                 kubelet=CGROUPFS_KUBELET, containerd=ContainerdSettings(),
-                                                 devices=matrix.devices(), disk=True))
+def registry(tmp_path_factory):
+    if not tools_present():
+        unavailable("docker-registry or skopeo is missing (scripts/build-node installs them)")
+    server = Registry(tmp_path_factory.mktemp("registry")).start()
+    yield server
+    server.stop()
 
 
 @pytest.fixture(scope="session")
-def systemd_node(nodes) -> Booted:
-    return nodes.boot(SYSTEMD, lambda: RealNode(nodes.plane, nodes.workdir / SYSTEMD, SYSTEMD, mode="systemd",
-                                                kubelet=SYSTEMD_KUBELET,
-                                                containerd=ContainerdSettings(systemd_cgroup=True,
-                                                                              hugetlb_controller=True),
-                                                devices=matrix.devices()))
+def agent_images(registry) -> AgentImages:
+    from oci_image import manifest_digest
+    from registry import HOST
+
+    version = releases.current_version()
+    previous = releases.previous()
+    current_tar = IMAGE_CACHE / f"dra-node-agent-{version}.tar"
+    previous_tar = IMAGE_CACHE / f"dra-node-agent-{previous.version}-{previous.commit[:12]}.tar"
+    for tarball, how in ((current_tar, "scripts/build-image"), (previous_tar, "scripts/build-image --previous")):
+        if not tarball.is_file():
+            unavailable(f"{tarball} is missing ({how} makes it)")
+    return AgentImages(current=registry.push(current_tar, REPOSITORY, version),
+                       current_digest=manifest_digest(current_tar),
+                       previous=registry.push(previous_tar, REPOSITORY, previous.version),
+                       previous_digest=manifest_digest(previous_tar), previous_release=previous,
+                       repository=f"{HOST}/{REPOSITORY}")
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     outcome = yield
     report = outcome.get_result()
-    if report.when != "call" or not report.failed or "tests/node/" not in str(item.fspath).replace(os.sep, "/"):
+    if report.when == "teardown" or not report.failed or not RUNNING:
         return
-    manager = item.funcargs.get("nodes") or _manager(item)
-    if manager is not None and manager.current is not None and manager.current.vm is not None:
-        vm = manager.current.vm
-        report.sections.append(("node logs", f"run directory: {vm.workdir}\n{vm.tail(60)}"))
+    if "tests/node/" not in str(item.path).replace(os.sep, "/"):
+        return
+    for node in RUNNING:
+        if node.vm is not None:
+            report.sections.append((f"node {node.name} logs", f"run directory: {node.vm.workdir}\n{node.vm.tail(60)}"))
 
 
-def _manager(item):
-    for name in ("cgroupfs_node", "systemd_node"):
-        booted = item.funcargs.get(name)
-        if booted is not None:
-            return _Single(booted.node)
-    return None
-
-
-class _Single:
-    def __init__(self, node):
-        self.current = node
+def pytest_terminal_summary(terminalreporter):
+    """Each boot's timings (seconds from qemu's start: guest up, containerd with the test images, the
+    Node Ready, the plugin's slice, then the matrix's pods Running), then every other step timed."""
+    for image, seconds in PUSHED.items():
+        terminalreporter.write_line(f"node tier: {image} pushed to the registry in {seconds:.1f}s")
+    for booted in BOOTED:
+        t, name = booted.node.timings, booted.node.name
+        terminalreporter.write_line(
+            f"node tier {name}: guest up {t.get('vm', 0):.0f}s, containerd {t.get('containerd', 0):.0f}s, "
+            f"Ready {t.get('ready', 0):.0f}s, slice {t.get('slices', 0):.0f}s; pods Running {t.get('matrix', 0):.0f}s later")
+        standard = {"vm", "containerd", "ready", "slices", "matrix"}
+        for what, seconds in t.items():
+            if what not in standard:
+                terminalreporter.write_line(f"node tier {name}: {what} {seconds:.1f}s")
+        for what, value in booted.measured.items():
+            terminalreporter.write_line(f"node tier {name}: {what} {value:.2f}")

@@ -118,3 +118,7 @@ def pods() -> list[dict]:
 def objects() -> list[dict]:
     namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}
     return [namespace, device_class(), *(claim_template(k) for k in ("mapped", "overhead", "hugepages")), *pods()]
+
+
+def names() -> set[str]:
+    return {p["metadata"]["name"] for p in pods()}

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from contextlib import contextmanager
 
 PAGE = 4096
 HUGE = {"2MB": 2 << 20, "1GB": 1 << 30}
@@ -95,3 +96,25 @@ def container_cgroup(pod: dict, container: str) -> str:
     qos = pod["status"]["qosClass"].lower()
     parent = "kubepods" if qos == "guaranteed" else f"kubepods/{qos}"
     return f"/sys/fs/cgroup/{parent}/pod{pod['metadata']['uid']}/{status['containerID'].split('//')[1]}"
+
+
+MI = 1 << 20
+
+
+@contextmanager
+def planted_divergence(booted, pod_name: str = "burstable", container: str = "app"):
+    """A container's memory.max rewritten behind the kubelet's back (300Mi), put back afterwards."""
+    path = container_cgroup(booted.pods[pod_name], container) + "/memory.max"
+    vm = booted.node.vm
+    before = vm.read(path)[path].strip()
+    vm.write(path, str(300 * MI))
+    try:
+        yield path
+    finally:
+        vm.write(path, before)
+
+
+def diverged_on(doc: dict, pod_name: str = "burstable") -> bool:
+    """That pod Diverged with exactly the planted divergence."""
+    return verdicts(doc).get(pod_name) == "Diverged" and \
+        [d for d in divergences(doc) if d[0] == pod_name] == [(pod_name, "container", "app", "memory.max", "Unexplained")]

@@ -20,7 +20,9 @@ from pathlib import Path
 
 import yaml
 
+from apiwatch import Watch
 from vm import IMAGES, NODE_BIN, VM, GuestError
+from waiting import Stuck, until
 
 DRIVER = "node.kubectl-dra.test"
 DRIVER_NAMESPACE = "kube-system"
@@ -28,7 +30,10 @@ KUBELET_ROOT = "/var/lib/kubelet"
 CDI_DIR = "/var/run/cdi"
 GUEST_RUN = "/kdra"  # the run directory as the guest sees it
 TEST_IMAGE = "kubectl-dra.test/busybox:1"
-READY_TIMEOUT = 420.0  # TCG: registration took 48-88 s here with the host idle, much more under load
+# a step of a node's start may take as long as it keeps moving; this long without any progress
+# (no line from the daemon, no change to the objects watched) and it is stuck
+STALL = 180.0
+REGISTRY_HOSTS = "/etc/containerd/certs.d"  # containerd's config_path for registries (hosts.toml)
 
 
 @dataclass(frozen=True)
@@ -74,6 +79,8 @@ class ContainerdSettings:
         return "\n".join([
             "version = 3", 'root = "/var/lib/containerd"', 'state = "/run/containerd"', "",
             "[grpc]", '  address = "/run/containerd/containerd.sock"', "",
+            # registries' hosts.toml (the tier's registry speaks plain HTTP): /etc/containerd/certs.d/<host>/
+            "[plugins.'io.containerd.cri.v1.images'.registry]", '  config_path = "/etc/containerd/certs.d"', "",
             f"[{runtime}]", f"  disable_hugetlb_controller = {str(not self.hugetlb_controller).lower()}",
             f"[{runtime}.cni]", f'  bin_dirs = ["{NODE_BIN}"]', '  conf_dir = "/etc/cni/net.d"',
             f"[{runtime}.containerd.runtimes.runc.options]", f'  BinaryName = "{NODE_BIN / "runc"}"',
@@ -98,8 +105,11 @@ class RealNode:
     containerd: ContainerdSettings = field(default_factory=ContainerdSettings)
     devices: list[dict] = field(default_factory=list)  # resource.k8s.io/v1 Devices the plugin publishes
     disk: bool = False  # /var/lib on a disk image, so the node can reboot (vm.VM.disk)
+    registry_port: int | None = None  # the host's image registry (registry.py), reached at registry.HOST
     vm: VM | None = None
     timings: dict[str, float] = field(default_factory=dict)
+    first_start: float = 0.0  # time.monotonic() when its first VM started
+    earlier_cpu: float = 0.0  # qemu CPU seconds of its VMs before a reboot
 
     KUBELET_TOKEN = "kubectl-dra-kubelet-token"
 
@@ -120,7 +130,7 @@ class RealNode:
     # -- boot ----------------------------------------------------------------------------------
 
     def boot(self) -> "RealNode":
-        began = time.monotonic()
+        began = self.first_start = time.monotonic()
         self.host_dir.mkdir(parents=True, exist_ok=True)
         self._start_vm()
         self._write_identities()
@@ -134,6 +144,7 @@ class RealNode:
         cut to the guest up, the Node Ready and the slice published again."""
         assert self.vm is not None and self.vm.disk is not None, "only a node with a disk survives a reboot"
         began = time.monotonic()
+        self.earlier_cpu += self.vm.cpu_seconds()
         self.vm.stop()
         self._start_vm()
         up = time.monotonic() - began
@@ -143,14 +154,23 @@ class RealNode:
     def _start_vm(self) -> None:
         port = int(self.plane.url.rsplit(":", 1)[1])
         service_ip = str(ipaddress.ip_network(self.plane.service_cidr)[1])
+        from registry import GUEST_ADDRESS, GUEST_PORT
+
+        forwards = [(GUEST_ADDRESS, GUEST_PORT, self.registry_port)] if self.registry_port else []
         self.vm = VM(self.workdir, name=self.name, apiserver_port=port, mode=self.mode, service_ip=service_ip,
-                     disk=self.workdir / "var-lib.img" if self.disk else None).start()
+                     disk=self.workdir / "var-lib.img" if self.disk else None, forwards=forwards).start()
         self.timings["vm"] = self.vm.booted_in
 
     def _start_daemons(self, began: float, images: bool) -> dict[str, float]:
         self.vm.run("mkdir", "-p", "/etc/cni/net.d", f"{KUBELET_ROOT}/plugins_registry",
                     f"{KUBELET_ROOT}/plugins/{DRIVER}", CDI_DIR, "/etc/cdi")
         self.vm.write("/etc/cni/net.d/10-kdra-pods.conflist", json.dumps(POD_CNI))
+        if self.registry_port:  # the registry speaks plain HTTP, as a local one does
+            from registry import HOST
+
+            self.vm.run("mkdir", "-p", f"{REGISTRY_HOSTS}/{HOST}")
+            self.vm.write(f"{REGISTRY_HOSTS}/{HOST}/hosts.toml",
+                          f'server = "http://{HOST}"\n[host."http://{HOST}"]\n  capabilities = ["pull", "resolve"]\n')
         self.start_containerd()
         if images:
             for image in ("pause.tar", "busybox.tar"):
@@ -191,6 +211,11 @@ class RealNode:
         """The agent's own identity (its ServiceAccount from manifests/, a bound token)."""
         return self._kubeconfig("agent", f"{namespace}:{account}", self.plane.service_account_token(namespace, account))
 
+    def cost(self) -> dict[str, float]:
+        """How long the node has been up and the host CPU its VMs used meanwhile."""
+        cpu = self.earlier_cpu + (self.vm.cpu_seconds() if self.vm is not None else 0.0)
+        return {"up (wall s)": time.monotonic() - self.first_start, "qemu CPU s": cpu}
+
     def stop(self) -> None:
         if self.vm is not None:
             self.vm.stop()
@@ -206,14 +231,14 @@ class RealNode:
         (self.host_dir / "containerd.toml").write_text(self.containerd.config())
         self.vm.spawn("containerd", [str(NODE_BIN / "containerd"), "--config", self.guest("containerd.toml")],
                       env=self.env)
-        self._until(lambda: self.ctr("version", check=False)["rc"] == 0, 120, "containerd's socket")
+        self.wait("containerd's socket", lambda: self.ctr("version", check=False)["rc"] == 0, daemon="containerd")
 
     def stop_containerd(self) -> None:
         self.vm.stop_daemon("containerd")
 
     def ctr(self, *args: str, check: bool = True) -> dict:
         return self.vm.run(str(NODE_BIN / "ctr"), "--address", "/run/containerd/containerd.sock", "-n", "k8s.io", *args,
-                           check=check, env=self.env, timeout=300)
+                           check=check, env=self.env, timeout=600)
 
     def start_kubelet(self, settings: KubeletSettings | None = None) -> None:
         self.kubelet = settings or self.kubelet
@@ -243,28 +268,30 @@ class RealNode:
 
     # -- waiting ---------------------------------------------------------------------------------
 
-    def _until(self, check, timeout: float, what: str, interval: float = 2.0):
-        deadline = time.monotonic() + timeout
-        last = None
-        while time.monotonic() < deadline:
-            try:
-                last = check()
-            except (GuestError, OSError, RuntimeError) as exc:
-                last = exc
-            if last and not isinstance(last, Exception):
-                return last
-            time.sleep(interval)
-        raise TimeoutError(f"{what}: not after {timeout:.0f}s (last: {last!r})\n{self.vm.tail()}")
+    def wait(self, what: str, check, *, daemon: str | None = None, stall: float = STALL, every: float = 1.0):
+        """``check()``'s first truthy value, for as long as the node keeps moving: ``daemon``'s log
+        growing is progress, and that daemon exiting is a failure at once (its log's end attached)."""
+        log = self.vm.logs / f"{daemon}.log" if daemon else None
+
+        def checked():
+            if daemon and not self.vm.daemon_status(daemon)["running"]:
+                raise Stuck(f"{what}: {daemon} exited\n{self.vm.tail()}")
+            return check()
+
+        progress = (lambda: log.stat().st_size if log.exists() else 0) if log else None
+        return until(what, checked, progress=progress, stall=stall, every=every, detail=self.vm.tail)
 
     def node_object(self) -> dict | None:
         result = self.plane.kubectl("get", "node", self.name, "-o", "json", check=False)
         return json.loads(result.stdout) if result.returncode == 0 else None
 
-    def wait_ready(self, timeout: float = READY_TIMEOUT, since: str = "") -> dict:
+    def wait_ready(self, since: str = "") -> dict:
         """Ready without taints; with ``since`` (RFC 3339), as posted by a kubelet heartbeat after
         it (a rebooted node's object still says Ready from before)."""
-        def ready():
-            node = self.node_object()
+        def ready(nodes: dict[str, dict]):
+            if not self.vm.daemon_status("kubelet")["running"]:
+                raise Stuck(f"node {self.name} Ready: the kubelet exited\n{self.vm.tail()}")
+            node = nodes.get(self.name)
             if node is None:
                 return None
             conditions = {c["type"]: c for c in node["status"].get("conditions", [])}
@@ -273,36 +300,40 @@ class RealNode:
             fresh = condition.get("lastHeartbeatTime", "") >= since
             return node if condition.get("status") == "True" and fresh and not taints else None
 
-        return self._until(ready, timeout, f"node {self.name} Ready without taints", interval=3)
+        with Watch(self.plane, "/api/v1/nodes", name=self.name) as nodes:
+            return nodes.until(f"node {self.name} Ready without taints", ready, stall=STALL, detail=self.vm.tail)
 
-    def wait_slices(self, timeout: float = 180.0) -> list[dict]:
-        def published():
-            result = self.plane.kubectl("get", "resourceslices", "-o", "json",
-                                        f"--field-selector=spec.nodeName={self.name}")
-            items = [s for s in json.loads(result.stdout)["items"] if s["spec"]["driver"] == DRIVER]
+    def wait_slices(self) -> list[dict]:
+        def published(slices: dict[str, dict]):
+            if not self.vm.daemon_status("dra-plugin")["running"]:
+                raise Stuck(f"{DRIVER}'s ResourceSlice: the plugin exited\n{self.vm.tail()}")
+            items = [s for s in slices.values() if s["spec"]["driver"] == DRIVER and
+                     s["spec"].get("nodeName") == self.name]
             return items if items and len(items[0]["spec"].get("devices", [])) == len(self.devices) else None
 
-        return self._until(published, timeout, f"{DRIVER}'s ResourceSlice for {self.name}")
+        with Watch(self.plane, "/apis/resource.k8s.io/v1/resourceslices") as slices:
+            return slices.until(f"{DRIVER}'s ResourceSlice for {self.name}", published, stall=STALL,
+                                detail=self.vm.tail)
 
     def apply(self, objects: list[dict]) -> None:
         """kubectl apply; again while a new namespace's default ServiceAccount does not exist yet (the
         ServiceAccount admission plugin refuses pods until the controller manager has made it)."""
         text = yaml.safe_dump_all(objects)
-        for _ in range(30):
-            result = self.plane.kubectl("apply", "-f", "-", input=text, check=False)
-            if result.returncode == 0:
-                return
-            if "error looking up service account" not in result.stderr:
-                break
-            time.sleep(1)
-        raise RuntimeError(f"kubectl apply failed:\n{result.stderr}")
 
-    def wait_pods(self, namespace: str, names: list[str], timeout: float = 600.0,
-                  phase: str = "Running") -> dict[str, dict]:
-        """Each pod in ``phase`` with every container started (``Running`` also needs Ready)."""
-        def settled():
-            items = json.loads(self.plane.kubectl("get", "pods", "-n", namespace, "-o", "json").stdout)["items"]
-            pods = {p["metadata"]["name"]: p for p in items if p["metadata"]["name"] in names}
+        def applied():
+            result = self.plane.kubectl("apply", "-f", "-", input=text, check=False)
+            if result.returncode != 0 and "error looking up service account" not in result.stderr:
+                raise Stuck(f"kubectl apply failed:\n{result.stderr}")
+            return result.returncode == 0
+
+        until("kubectl apply (the namespace's default ServiceAccount)", applied, stall=60)
+
+    def wait_pods(self, namespace: str, names: list[str], phase: str = "Running") -> dict[str, dict]:
+        """Each pod in ``phase`` with every container started (``Running`` also needs Ready). Any
+        change to the namespace's pods is progress; a stuck wait names each pod's state (the
+        scheduler's message for one it could not place: claims a deleted pod still holds free up)."""
+        def settled(objects: dict[str, dict]):
+            pods = {n: p for n, p in objects.items() if n in names}
             if len(pods) < len(names):
                 return None
             for pod in pods.values():
@@ -312,7 +343,23 @@ class RealNode:
                     return None
             return pods
 
-        return self._until(settled, timeout, f"pods {names} {phase} in {namespace}", interval=3)
+        def describe(pod: dict) -> str:
+            conditions = [f"{c['type']}={c['status']} {c.get('message', '')}".strip()
+                          for c in pod["status"].get("conditions", []) if c["status"] != "True"]
+            return f"{pod['status'].get('phase')} {'; '.join(conditions)}"
+
+        with Watch(self.plane, f"/api/v1/namespaces/{namespace}/pods", describe=describe) as pods:
+            return pods.until(f"pods {names} {phase} in {namespace}", settled, stall=STALL, detail=self.vm.tail)
+
+    def pulled_in(self, image: str) -> float | None:
+        """Seconds containerd took to pull ``image`` for the kubelet (its PullImage log lines), if it did."""
+        began = None
+        for line in (self.vm.logs / "containerd.log").read_text(errors="replace").splitlines():
+            if f'msg="PullImage \\"{image}\\""' in line:
+                began = _log_time(line)
+            elif began is not None and f'msg="PullImage \\"{image}\\" returns' in line:
+                return (_log_time(line) - began).total_seconds()
+        return None
 
     # -- inside the node ---------------------------------------------------------------------------
 
@@ -354,3 +401,10 @@ def driver_rbac() -> list[dict]:
          "subjects": [{"kind": "ServiceAccount", "name": "dra-driver", "namespace": DRIVER_NAMESPACE}]},
     ]
 
+
+
+def _log_time(line: str) -> datetime:
+    """The time of a containerd log line (``time="2026-11-29T06:07:05.910234940Z"``)."""
+    stamp = line.split('time="', 1)[1].split('"', 1)[0]
+    whole, _, fraction = stamp.rstrip("Z").partition(".")
+    return datetime.strptime(f"{whole}.{fraction[:6] or 0}", "%Y-%m-%dT%H:%M:%S.%f").replace(tzinfo=timezone.utc)

@@ -31,6 +31,7 @@ ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
 from k8s_build import CACHE  # noqa: E402 - the one place cache paths are set
+from waiting import Stuck, until  # noqa: E402
 
 NODE = CACHE / "node"
 NODE_BIN = NODE / "bin"
@@ -53,7 +54,8 @@ def node_binaries_present() -> bool:
     return all((NODE_BIN / n).is_file() for n in names) and (KERNEL / "vmlinuz").is_file() and \
         (IMAGES / "pause.tar").is_file() and (IMAGES / "busybox.tar").is_file() and \
         shutil.which("qemu-system-x86_64") is not None and BUSYBOX.is_file() and shutil.which("nft") is not None \
-        and shutil.which("mkfs.ext4") is not None
+        and shutil.which("mkfs.ext4") is not None \
+        and shutil.which("cpio") is not None
 
 
 # -- initramfs ---------------------------------------------------------------------------------------
@@ -105,33 +107,24 @@ def module_order(modules_dir: Path, wanted=MODULES) -> list[Path]:
     return order
 
 
-def cpio_newc(entries: list[tuple[str, int, bytes]]) -> bytes:
-    """An uncompressed newc cpio archive (what the kernel unpacks as an initramfs)."""
-    out = bytearray()
-
-    def pad() -> None:
-        out.extend(b"\0" * (-len(out) % 4))
-
-    for number, (name, mode, data) in enumerate([*entries, ("TRAILER!!!", 0, b"")], start=1):
-        encoded = name.encode() + b"\0"
-        fields = (number, mode, 0, 0, 1, 0, len(data), 0, 0, 0, 0, len(encoded), 0)
-        out.extend(("070701" + "".join(f"{v:08x}" for v in fields)).encode())
-        out.extend(encoded)
-        pad()
-        out.extend(data)
-        pad()
-    return bytes(out)
-
-
 def build_initramfs(out: Path) -> Path:
+    """The guest's initramfs: busybox, ``guest/init`` and the kernel modules it loads, as an
+    uncompressed newc archive written by Debian's cpio (what the kernel unpacks)."""
     modules = module_order(KERNEL / "modules")
-    directory, regular, executable = 0o040755, 0o100644, 0o100755
-    entries = [("bin", directory, b""), ("modules", directory, b""),
-               ("bin/busybox", executable, BUSYBOX.read_bytes()),
-               ("init", executable, (HERE / "guest" / "init").read_bytes()),
-               ("modules.order", regular, "\n".join(p.stem for p in modules).encode() + b"\n")]
-    entries += [(f"modules/{p.name}", regular, p.read_bytes()) for p in modules]
-    out.write_bytes(cpio_newc(entries))
+    tree = out.with_suffix(".d")
+    shutil.rmtree(tree, ignore_errors=True)
+    (tree / "bin").mkdir(parents=True)
+    (tree / "modules").mkdir()
+    shutil.copy(BUSYBOX, tree / "bin" / "busybox")
+    shutil.copy(HERE / "guest" / "init", tree / "init")
+    (tree / "modules.order").write_text("\n".join(p.stem for p in modules) + "\n")
+    for module in modules:
+        shutil.copy(module, tree / "modules" / module.name)
+    names = sorted(str(p.relative_to(tree)) for p in tree.rglob("*"))
+    with open(out, "wb") as archive:
+        subprocess.run(["cpio", "--create", "--format=newc", "--owner=0:0", "--reproducible", "--quiet"],
+                       input="\n".join(names).encode() + b"\n", stdout=archive, cwd=tree, check=True)
+    shutil.rmtree(tree)
     return out
 
 
@@ -157,6 +150,8 @@ class VM:
     apiserver_port: int
     mode: str = "cgroupfs"
     service_ip: str | None = None  # the kubernetes Service's ClusterIP: forwarded to the API server too
+    # more (guest address, guest port, host port on 127.0.0.1) forwards: the image registry
+    forwards: list[tuple[str, int, int]] = field(default_factory=list)
     cpus: int = 4
     memory_mib: int = 4096
     hugepages_2m: int = 64
@@ -175,7 +170,7 @@ class VM:
 
     # -- start and stop ----------------------------------------------------------------------
 
-    def start(self, timeout: float = 300.0) -> "VM":
+    def start(self, stall: float = 180.0) -> "VM":
         began = time.monotonic()
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.logs.mkdir(exist_ok=True)
@@ -195,6 +190,8 @@ class VM:
                   f"guestfwd=tcp:{APISERVER_GUEST}:443-cmd:{relay}")
         if self.service_ip:  # in-cluster clients (pods) dial the Service's ClusterIP: no kube-proxy needed
             netdev += f",guestfwd=tcp:{self.service_ip}:443-cmd:{relay}"
+        for address, guest_port, host_port in self.forwards:
+            netdev += f",guestfwd=tcp:{address}:{guest_port}-cmd:{sys.executable} {HERE / 'relay.py'} 127.0.0.1 {host_port}"
         append = ["console=ttyS0", "panic=-1", "quiet", "loglevel=4", f"hugepagesz=1G hugepages={self.hugepages_1g}",
                   f"hugepagesz=2M hugepages={self.hugepages_2m}", "default_hugepagesz=2M"]
         if self.mode == "systemd":
@@ -214,17 +211,19 @@ class VM:
         with open(self.logs / "qemu.log", "wb") as log:
             self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                             start_new_session=True)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+
+        def up():
             if self.process.poll() is not None:
-                raise GuestError(f"qemu exited with {self.process.returncode} before the guest was up\n{self.tail()}")
-            try:
-                self.call("status", name="-", timeout=1)
-                self.booted_in = time.monotonic() - began
-                return self
-            except (OSError, GuestError):
-                time.sleep(1)
-        raise GuestError(f"guest command server not up after {timeout:.0f}s\n{self.tail()}")
+                raise Stuck(f"qemu exited with {self.process.returncode} before the guest was up\n{self.tail()}")
+            self.call("status", name="-", timeout=1)
+            return True
+
+        def progress():  # what the kernel, stage 1 and systemd print on the console, and the server's log
+            return sum(log.stat().st_size for log in self.logs.glob("*.log"))
+
+        until(f"the {self.name} guest's command server", up, progress=progress, stall=stall, detail=self.tail)
+        self.booted_in = time.monotonic() - began
+        return self
 
     def _write_guest_files(self) -> None:
         python = Path(sys.base_prefix)
@@ -260,6 +259,16 @@ class VM:
         if default.is_symlink() or default.exists():
             default.unlink()
         default.symlink_to("kdra.target")
+
+    def cpu_seconds(self) -> float:
+        """CPU time qemu has used so far (every vCPU thread and its own): the emulation's cost."""
+        import psutil
+
+        try:
+            times = psutil.Process(self.process.pid).cpu_times()
+        except (psutil.Error, AttributeError):
+            return 0.0
+        return times.user + times.system
 
     def stop(self) -> None:
         if self.process is None or self.process.poll() is not None:

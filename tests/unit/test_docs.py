@@ -36,8 +36,8 @@ NUMBER = re.compile(r"^\(?([0-9]+(?:\.[0-9]+)*|[a-z](?:\.[0-9]+)*)[.)]?(?:\s|$)"
 
 def scanned_files() -> list[Path]:
     """Code, tests, scripts, manifests, examples' prose and the README (generated data aside)."""
-    files = [ROOT / "README.md", ROOT / "Containerfile", ROOT / "pyproject.toml"]
-    for top in ("kubectl_dra", "node_agent", "tests", "scripts", "manifests", "examples"):
+    files = [ROOT / "README.md", ROOT / "CHANGELOG.md", ROOT / "pyproject.toml"]
+    for top in ("kubectl_dra", "node_agent", "tests", "scripts", "manifests", "examples", "testbed"):
         for path in sorted((ROOT / top).rglob("*")):
             if not path.is_file() or "__pycache__" in path.parts or path.suffix in (".json", ".pyc", ".tar", ".gz"):
                 continue

@@ -8,7 +8,9 @@ One JSON request per TCP connection (port 7000, reached from the host through qe
   plugin, the agent), their output in ``/kdra/logs/<name>.log`` on the host's run directory, so
   the host keeps every log even if the guest hangs;
 - ``read`` / ``write``: files, without a process per file (a node's cgroup files, the kubelet's
-  state), for speed under emulation.
+  state), for speed under emulation;
+- ``http``: a GET from inside the node (a pod's endpoint on the pods' network), as a node-local
+  scraper makes it: ``{url, timeout}`` -> ``{status, body}``.
 
 Standard library only: it runs on the host's Python before anything else is set up.
 """
@@ -113,7 +115,20 @@ def write(request: dict) -> dict:
     return {}
 
 
-OPERATIONS = {"run": run, "spawn": spawn, "stop": stop, "status": status, "read": read, "write": write}
+def http(request: dict) -> dict:
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(request["url"], timeout=request.get("timeout", 20)) as response:
+            return {"status": response.status, "body": response.read().decode(errors="replace")}
+    except urllib.error.HTTPError as exc:
+        return {"status": exc.code, "body": exc.read().decode(errors="replace")}
+    except OSError as exc:
+        return {"error": f"GET {request['url']}: {exc}"}
+
+
+OPERATIONS = {"run": run, "spawn": spawn, "stop": stop, "status": status, "read": read, "write": write, "http": http}
 
 
 class Handler(socketserver.StreamRequestHandler):
