@@ -47,7 +47,9 @@ def test_the_upgrade_from_the_previous_release(deployed, agent_images, dra):
     assert old["imageID"].endswith(agent_images.previous_digest), old["imageID"]
     assert new["imageID"].endswith(agent_images.current_digest), new["imageID"]
     assert agent_images.previous_digest != agent_images.current_digest  # really different code
-    assert "agentVersion" not in deployed.previous_report["status"]  # 0.1.0 predates the field
+    previous = agent_images.previous_release.version
+    # the previous release's own reports: 0.1.0 predates the field, later ones name themselves
+    assert deployed.previous_report["status"].get("agentVersion") == (None if previous == "0.1.0" else previous)
     assert deployed.upgrade_versions, "no report version seen during the upgrade"
     for version in deployed.upgrade_versions:
         NodeEnforcementReport.model_validate(version)  # each version reads with this release's model
