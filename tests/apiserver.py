@@ -281,6 +281,7 @@ class _Failure:
     retry_after: int | float | None
     body_reason: str | None
     watch: bool | None = None  # True: only watch requests; False: never them; None: either
+    raw: bytes | None = None  # a body sent as it is, with status 200: no Status object
 
 
 # --------------------------------------------------------------------------------------------
@@ -778,7 +779,7 @@ class FakeAPIServer:
 
     def fail(self, status: int, *, resource: str | None = None, method: str | None = "GET",
              times: int | None = None, retry_after: int | float | None = None,
-             body_reason: str | None = None, watch: bool | None = None) -> None:
+             body_reason: str | None = None, watch: bool | None = None, raw: bytes | None = None) -> None:
         """Answer matching requests with an error Status.
 
         ``resource``: a plural (``resourceclaims``) or ``plural.group``; None matches every path,
@@ -786,10 +787,12 @@ class FakeAPIServer:
         matching requests fail (None = all). ``retry_after`` sets the Retry-After header and
         ``details.retryAfterSeconds``; ``body_reason`` overrides the Status reason. ``watch``: True
         fails only watch requests (a ClusterRole with list and without watch), False only others.
+        ``raw``: answer with these bytes as JSON (the status is then the reply's), for a body no
+        encoder here would write (a document nested beyond the recursion limit).
         """
         with self._lock:
             self._failures.append(_Failure(status, resource, None if method in (None, "*") else method.upper(),
-                                           times, retry_after, body_reason, watch))
+                                           times, retry_after, body_reason, watch, raw))
 
     def clear_failures(self) -> None:
         with self._lock:
@@ -850,6 +853,8 @@ class FakeAPIServer:
     def _failure_reply(self, failure: _Failure, rec: Recorded, route: Route | None,
                        rt: ResourceType | None) -> _Reply:
         code = failure.status
+        if failure.raw is not None:
+            return _Reply(code, failure.raw, {"Content-Type": "application/json"})
         reason = failure.body_reason or _REASONS.get(code, "Unknown")
         details: dict[str, Any] = {}
         headers: dict[str, str] = {}
@@ -961,7 +966,7 @@ class FakeAPIServer:
     def _send(h: BaseHTTPRequestHandler, code: int, body: Any, headers: dict[str, str]) -> None:
         if isinstance(body, (bytes, str)):
             data = body.encode() if isinstance(body, str) else body
-            content_type = "text/plain; charset=utf-8"
+            content_type = headers.pop("Content-Type", "text/plain; charset=utf-8")
         else:
             data = json.dumps(body).encode()
             content_type = "application/json"

@@ -17,6 +17,7 @@ import json
 
 from pydantic import Field
 
+from kubectl_dra.decoding import TooDeep, json_value
 from kubectl_dra.document import Part
 
 
@@ -61,7 +62,9 @@ def _cpuset(value, where: str) -> str:
 
 def parse_cpu_manager_state(text: str) -> CPUManagerState:
     try:
-        document = json.loads(text)
+        document = json_value(text)
+    except TooDeep as exc:
+        raise CPUManagerStateError(str(exc)) from None
     except json.JSONDecodeError as exc:
         raise CPUManagerStateError(f"not JSON: {exc.msg} at line {exc.lineno}") from None
     if not isinstance(document, dict):
@@ -69,7 +72,9 @@ def parse_cpu_manager_state(text: str) -> CPUManagerState:
     form = "legacy"
     if isinstance(document.get("data"), str) and document["data"]:
         try:
-            data = json.loads(document["data"])
+            data = json_value(document["data"])
+        except TooDeep as exc:
+            raise CPUManagerStateError(f"data: {exc}") from None
         except json.JSONDecodeError as exc:
             raise CPUManagerStateError(f"data: not JSON: {exc.msg}") from None
         if not isinstance(data, dict):

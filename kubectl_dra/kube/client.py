@@ -11,10 +11,10 @@ timeout and every write are never retried.
 from __future__ import annotations
 
 import email.utils
-import json
 import time
 from typing import Any, Callable, Mapping, Sequence
 
+from kubectl_dra.decoding import TooDeep, json_value
 from kubectl_dra.errors import ApiError
 
 DEFAULT_TIMEOUT = (10.0, 60.0)
@@ -49,7 +49,7 @@ def _is_tls(reason: object) -> bool:
 def status_message(status: int, body: bytes, fallback: str) -> str:
     """The ``message`` of a Kubernetes Status body, or the HTTP reason."""
     try:
-        doc = json.loads(body)
+        doc = json_value(body)
         if isinstance(doc, dict) and doc.get("message"):
             return str(doc["message"])
     except ValueError:
@@ -94,7 +94,9 @@ class Session:
         """One request (GETs with their retries, all within ``--request-timeout``), decoded."""
         data = self.exchange(method, path, query, body, content_type)
         try:
-            doc = json.loads(data)
+            doc = json_value(data)
+        except TooDeep as exc:
+            raise ApiError(f"{self.server}{path}: the server's answer is {exc}") from None
         except ValueError:
             raise ApiError(f"{self.server}{path}: the server did not answer with JSON") from None
         if not isinstance(doc, dict):
@@ -199,7 +201,7 @@ class Session:
                     while b"\n" in buffer:
                         line, buffer = buffer.split(b"\n", 1)
                         if line.strip():
-                            yield json.loads(line)
+                            yield json_value(line)
             except (urllib3.exceptions.HTTPError, OSError, ValueError):
                 return
         finally:

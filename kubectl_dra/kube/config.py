@@ -44,6 +44,7 @@ from typing import Any, Iterator, Mapping
 
 import yaml
 
+from kubectl_dra.decoding import TooDeep, yaml_document
 from kubectl_dra.errors import ConfigError
 from kubectl_dra.files import FileReadError, check_file, read_bytes, read_text
 from kubectl_dra.kube.options import ConfigFlags
@@ -167,7 +168,9 @@ def _read_yaml(path: str) -> dict | None:
             return None
         raise ConfigError(f"cannot read kubeconfig {path}: {exc.reason}") from None
     try:
-        doc = yaml.safe_load(raw)
+        doc = yaml_document(raw, yaml.SafeLoader)
+    except TooDeep as exc:
+        raise ConfigError(f"cannot parse kubeconfig {path}: {exc}") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]

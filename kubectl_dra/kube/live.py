@@ -6,10 +6,10 @@ depends on the number of kinds, not on the size of the cluster.
 
 from __future__ import annotations
 
-import json
 from concurrent.futures import ThreadPoolExecutor
 from typing import Iterable, Iterator
 
+from kubectl_dra.decoding import TooDeep, json_value
 from kubectl_dra.errors import ApiError, InputError
 from kubectl_dra.gcpause import gc_paused
 from kubectl_dra.kube.client import Session
@@ -257,7 +257,9 @@ class LiveSource:
 def _items(data: bytes, api_version: str, kind: str) -> list[dict]:
     """A page's items as dicts, for the tolerant path (each gets the list's apiVersion and kind)."""
     try:
-        page = json.loads(data)
+        page = json_value(data)
+    except TooDeep as exc:
+        raise ApiError(f"the server's answer is {exc}") from None
     except ValueError:
         raise ApiError("the server did not answer with JSON") from None
     items = [item for item in (page.get("items") or [] if isinstance(page, dict) else []) if isinstance(item, dict)]

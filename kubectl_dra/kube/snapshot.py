@@ -18,6 +18,7 @@ from typing import Iterable, Iterator
 
 import yaml
 
+from kubectl_dra.decoding import TooDeep, json_value, yaml_document, yaml_documents
 from kubectl_dra.errors import InputError
 from kubectl_dra.files import FileReadError, describe, is_stdin, read_bytes, read_text
 from kubectl_dra.gcpause import gc_paused
@@ -63,19 +64,21 @@ def parse_documents(text: str, label: str, suffix: str = "") -> list:
     JSON by suffix; without a known suffix (standard input, a pipe) JSON when it looks like it."""
     if suffix == ".json" or (suffix not in (".yaml", ".yml") and text.lstrip().startswith(("{", "["))):
         try:
-            return [json.loads(text)]
+            return [json_value(text)]
+        except TooDeep as exc:
+            raise InputError(f"{label}: {exc}") from None
         except json.JSONDecodeError as exc:
             if suffix == ".json":
                 raise InputError(f"{label}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
     try:
-        return [doc for doc in yaml.load_all(text, Loader=_Loader) if doc is not None]
+        return yaml_documents(text, _Loader)
+    except TooDeep as exc:
+        raise InputError(f"{label}: {exc}") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         reason = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise InputError(f"{label}: invalid YAML{where}: {reason}") from None
-    except RecursionError:
-        raise InputError(f"{label}: invalid YAML: nested too deeply") from None
 
 
 def read_documents(path: Path | str, *, explicit: bool = True, allow_stdin: bool = False) -> list:
@@ -228,9 +231,11 @@ def snapshot_about(path: Path) -> tuple[dict | None, str | None]:
     if not os.path.isdir(path) or not os.path.lexists(marker):
         return None, None
     try:
-        about = yaml.load(read_text(marker, explicit=False), Loader=_Loader)
+        about = yaml_document(read_text(marker, explicit=False), _Loader)
     except InputError as exc:
         why = str(exc)
+    except TooDeep as exc:
+        why = f"{marker}: {exc}"
     except yaml.YAMLError as exc:
         why = f"{marker}: invalid YAML: {getattr(exc, 'problem', None) or str(exc).splitlines()[0]}"
     else:

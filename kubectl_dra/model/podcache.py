@@ -225,8 +225,8 @@ class CachedPod(_Struct):
         """Every item of a list page, or None when any item does not decode cleanly."""
         try:
             page = _DECODER.decode(data)
-        except (msgspec.ValidationError, msgspec.DecodeError, ValueError):
-            return None
+        except (msgspec.ValidationError, msgspec.DecodeError, ValueError, RecursionError):
+            return None  # the tolerant path reads it again, and says what is wrong
         items = page.items or []
         return None if any(not item.metadata.name for item in items) else items
 

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import functools
-import json
 import re
 from typing import Annotated, ClassVar, Union
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
 
+from kubectl_dra.decoding import json_value
 from kubectl_dra.errors import InputError
 from kubectl_dra.model.base import KubeObject, View, field_path, view
 
@@ -167,7 +167,7 @@ def list_metadata(data: bytes) -> dict:
     head = _HEAD.match(data[:4096])
     if head is not None:
         try:
-            meta = json.loads(head.group(1))
+            meta = json_value(head.group(1))
         except ValueError:
             meta = None
         if isinstance(meta, dict):

@@ -69,4 +69,7 @@ def read_kubelet_state(root: str | None) -> KubeletState:
         except CPUManagerStateError as exc:
             state.problems.append(f"{path}: not a CPU manager checkpoint this tool can read ({exc}); the CPU manager "
                                   "policy and exclusive CPUs are not taken from it")
+        except Exception as exc:  # noqa: BLE001 - a reader's bug costs this file, never the scan
+            state.problems.append(f"{path}: unexpected {type(exc).__name__}: {exc} (a bug in kubectl-dra); the CPU "
+                                  "manager policy and exclusive CPUs are not taken from it")
     return state

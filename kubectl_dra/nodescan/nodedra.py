@@ -147,10 +147,28 @@ def read_node_dra(kubelet_root: str | None, cdi_dirs: tuple[str, ...] | None = N
     """``pod_resources_socket`` defaults to ``<kubelet-root>/pod-resources/kubelet.sock``; it is read
     only with a ``list_pod_resources`` client."""
     state = NodeDRAState()
-    read_checkpoint(kubelet_root, state)
-    read_cdi(tuple(cdi_dirs if cdi_dirs is not None else DEFAULT_CDI_DIRS), state)
+    dirs = tuple(cdi_dirs if cdi_dirs is not None else DEFAULT_CDI_DIRS)
+    _guarded(state, "draCheckpoint", os.path.join(kubelet_root or "", DRA_CHECKPOINT),
+             ("checkpoint", "checkpoint_corrupt"), lambda: read_checkpoint(kubelet_root, state))
+    _guarded(state, "cdi", ", ".join(dirs) or "(none)", ("cdi",), lambda: read_cdi(dirs, state))
     if list_pod_resources is not None:
         socket_path = pod_resources_socket or (os.path.join(kubelet_root, POD_RESOURCES_SOCKET) if kubelet_root
                                                else None)
-        read_pod_resources(socket_path, state, list_pod_resources)
+        _guarded(state, "podResources", socket_path or "", ("pod_resources",),
+                 lambda: read_pod_resources(socket_path, state, list_pod_resources))
     return state
+
+
+def _guarded(state: NodeDRAState, name: str, path: str, fields: tuple[str, ...], read: Callable[[], None]) -> None:
+    """One source's reader; an error it did not foresee (a bug) makes that source unreadable, named,
+    and nothing is concluded from it, while the other sources and the cgroup checks go on: one odd
+    file a driver wrote must not blind the agent to the whole node."""
+    before = len(state.sources)
+    try:
+        read()
+    except Exception as exc:  # noqa: BLE001 - the scan must survive its own readers
+        del state.sources[before:]
+        for attribute in fields:
+            setattr(state, attribute, None)
+        state.sources.append(NodeSource(name=name, path=path, state="unreadable", message=(
+            f"unexpected {type(exc).__name__}: {exc} (a bug in kubectl-dra; nothing is concluded from this source)")))

@@ -15,9 +15,13 @@ from dataclasses import dataclass, field
 
 import yaml
 
+from kubectl_dra.decoding import TooDeep, yaml_document
 from kubectl_dra.text import plural
 
 KIND = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.\-]*/[A-Za-z0-9][A-Za-z0-9_.\-]*$")
+
+
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class SpecError(ValueError):
@@ -27,7 +31,9 @@ class SpecError(ValueError):
 def parse_spec(text: str) -> tuple[str, list[str]]:
     """(kind, device names) of one spec file's text (JSON is YAML)."""
     try:
-        doc = yaml.safe_load(text)
+        doc = yaml_document(text, _LOADER)
+    except TooDeep as exc:
+        raise SpecError(str(exc)) from None
     except yaml.YAMLError as exc:
         raise SpecError(f"not YAML or JSON ({str(exc).splitlines()[0]})") from None
     if not isinstance(doc, dict):

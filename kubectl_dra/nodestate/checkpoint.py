@@ -12,9 +12,10 @@ to start its DRA manager, so nothing may be concluded from it.
 
 from __future__ import annotations
 
-import json
 import zlib
 from dataclasses import dataclass
+
+from kubectl_dra.decoding import json_value
 
 LIST_KEYS = ("ClaimInfoStateList", "Entries")
 
@@ -115,7 +116,7 @@ def _claim(entry, index: int) -> PreparedClaim:
 
 def parse_dra_checkpoint(blob: bytes) -> DRACheckpoint:
     try:
-        envelope = json.loads(blob)
+        envelope = json_value(blob)
     except (ValueError, UnicodeDecodeError) as exc:
         raise CheckpointError(f"not JSON ({exc})") from None
     if not isinstance(envelope, dict):
@@ -128,7 +129,7 @@ def parse_dra_checkpoint(blob: bytes) -> DRACheckpoint:
     if computed != checksum:
         raise CheckpointError(f"checksum mismatch: the file says {checksum}, its data sums to {computed}")
     try:
-        content = json.loads(data)
+        content = json_value(data)
     except ValueError as exc:
         raise CheckpointError(f"Data is not JSON ({exc})") from None
     if not isinstance(content, dict):
