@@ -14,6 +14,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import yaml
+
 MAX_DEPTH = 100
 """Deepest nesting accepted. A Pod's deepest field (a node affinity term's values) is 9 levels
 down, a CRD's OpenAPI schema rarely 30; a 100-level document still leaves the interpreter's
@@ -61,8 +63,6 @@ def json_value(data: str | bytes | bytearray) -> Any:
 def yaml_documents(text: str | bytes, loader: Any) -> list:
     """Every document of a YAML stream (``None`` documents dropped), bounded in depth; a malformed
     stream raises ``yaml.YAMLError``."""
-    import yaml
-
     try:
         return [check_depth(doc, shared=True) for doc in yaml.load_all(text, Loader=loader) if doc is not None]
     except RecursionError:
@@ -74,8 +74,6 @@ def yaml_documents(text: str | bytes, loader: Any) -> list:
 
 def yaml_document(text: str | bytes, loader: Any) -> Any:
     """One YAML document (``yaml.load``), bounded in depth."""
-    import yaml
-
     try:
         return check_depth(yaml.load(text, Loader=loader), shared=True)
     except RecursionError:

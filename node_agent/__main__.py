@@ -14,6 +14,7 @@ from kubectl_dra.flags.connection import kube_options
 from kubectl_dra.flags.host import cdi_dir_option, check_cgroup_root
 from kubectl_dra.flags.node import node_options
 from kubectl_dra.flags.output import output_options
+from kubectl_dra.streams import run_click
 
 EXIT = ("Exit codes (scan), as kubectl dra's: 0 every pod matches (or the node runs none); 1 divergence or claim "
         "finding (it outranks 4); 2 usage error (a bad flag value, a --cgroup-root that is no cgroup v2 tree); 3 "
@@ -168,7 +169,7 @@ def run_command(kube, node_flags, node, cdi_dirs, kubelet_root, cgroup_root, sys
 
 
 def main() -> None:
-    cli.main(prog_name="dra-node-agent")
+    run_click(cli, "dra-node-agent")
 
 
 if __name__ == "__main__":

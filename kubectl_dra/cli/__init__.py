@@ -41,6 +41,10 @@ class RootGroup(LazyGroup):
         except Exception as exc:  # noqa: BLE001 - the one place that maps errors to exit codes
             # start-up: help - only a failed command needs errors.py
             from kubectl_dra.errors import DRAError
+            from kubectl_dra.streams import OutputError
+
+            if isinstance(exc, OutputError):  # stdout failed: the program's edge says so (streams.run_click)
+                raise
 
             env = ctx.obj
             if env is None:  # the failure came before the group's callback (e.g. a subcommand's import)
@@ -84,5 +88,6 @@ def cli(ctx: click.Context) -> None:
 def main() -> None:
     # start-up: help - completion imports this module and never runs main
     from kubectl_dra.env import program_name
+    from kubectl_dra.streams import run_click
 
-    cli.main(prog_name=program_name(sys.argv[0]))
+    run_click(cli, program_name(sys.argv[0]))

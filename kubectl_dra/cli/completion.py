@@ -19,6 +19,7 @@ from click.core import ParameterSource
 from click.shell_completion import CompletionItem, _resolve_context, _resolve_incomplete
 
 from kubectl_dra.cli import cli
+from kubectl_dra.streams import OutputError, guard_streams, output_failed
 
 # cobra's ShellCompDirective values
 DEFAULT, NO_FILE_COMPLETION, FILTER_FILE_EXT, FILTER_DIRS = 0, 4, 8, 16
@@ -83,6 +84,11 @@ def bounded(args: list[str], deadline: float = DEADLINE) -> list[str]:
 
 
 def main() -> None:
-    sys.stdout.write("\n".join(bounded(sys.argv[1:])) + "\n")
-    sys.stdout.flush()
-    os._exit(0)  # a read still blocked in the worker (a FIFO with no writer) must not hold the exit
+    # os._exit: a read still blocked in the worker (a FIFO with no writer) must not hold the exit
+    guard_streams()
+    try:
+        sys.stdout.write("\n".join(bounded(sys.argv[1:])) + "\n")
+        sys.stdout.flush()
+    except OutputError as exc:
+        os._exit(output_failed(exc))
+    os._exit(0)
