@@ -13,7 +13,7 @@ from kubectl_dra.flags.connection import kube_options
 @click.command("snapshot", epilog=EPILOG)
 @kube_options
 @click.option("-o", "--output-dir", "output_dir", required=True, metavar="DIR",
-              type=click.Path(file_okay=False, path_type=Path), help="Directory to write (created if missing).")
+              type=click.Path(path_type=Path), help="Directory to write (created if missing).")
 @click.option("--overwrite", is_flag=True,
               help="Replace an earlier snapshot in DIR (only a directory this command wrote).")
 @click.option("--no-headers", is_flag=True, help="Print the summary without the header line.")
@@ -33,8 +33,11 @@ def snapshot(ctx: click.Context, kube, output_dir: Path, overwrite: bool, no_hea
 
     \b
     DIR must be new or empty; --overwrite replaces an earlier snapshot whole
-    (files of the old one never stay beside the new), and a directory this
-    command did not write is never replaced.
+    (files of the old one never stay beside the new). A directory that holds
+    anything else (a file you added, a subdirectory) is never replaced, and
+    neither is one that changes while the cluster is read; a second snapshot
+    into the same DIR at the same time is refused. A DIR that is a symlink is
+    followed: the directory it names is replaced, the link stays.
 
     \b
     Examples:

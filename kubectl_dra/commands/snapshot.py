@@ -8,11 +8,10 @@ from pathlib import Path
 from kubectl_dra import __version__
 from kubectl_dra.commands.inputs import open_for, report_problems, require_kinds
 from kubectl_dra.env import Environment
-from kubectl_dra.errors import InputError
 from kubectl_dra.exitcodes import ExitStatus
 from kubectl_dra.kube.options import KubeOptions
 from kubectl_dra.kube.reads import ReadRequest
-from kubectl_dra.kube.snapshot import check_target, write_snapshot
+from kubectl_dra.kube.snapshotdir import SnapshotTarget
 from kubectl_dra.model.registry import models
 from kubectl_dra.printers.table import Column, render
 
@@ -21,23 +20,21 @@ REQUIRED = {"Pod", "Node", "ResourceClaim", "ResourceSlice"}
 
 
 def run(env: Environment, *, kube: KubeOptions, output_dir: Path, overwrite: bool, no_headers: bool) -> ExitStatus:
-    check_target(output_dir, overwrite)
-    opened = open_for(env, kube)
-    inventory = opened.source.read(
-        [ReadRequest(m, opened.namespace, required=m.KIND in REQUIRED) for m in models()])
-    by_kind = {m: [obj.raw for obj in inventory.all(m)] for m in models() if m.KIND in inventory.read_kinds}
-    if not by_kind:
-        require_kinds(env, inventory, *models())
-    not_read = {m.KIND: next((p.message for p in inventory.problems if p.kind == m.KIND), "not read")
-                for m in models() if m.KIND not in inventory.read_kinds}
-    about = {"createdBy": f"kubectl-dra {__version__}", "created": env.now().strftime("%Y-%m-%dT%H:%M:%SZ"),
-             "source": opened.source.description, "namespace": opened.namespace, "notRead": not_read}
-    documents = {kind: list(items) for kind, items in inventory.documents.items() if items}
-    try:
-        files = write_snapshot(output_dir, by_kind, about, documents)
-    except OSError as exc:
-        raise InputError(f"cannot write snapshot to {output_dir}: {(exc.strerror or str(exc)).lower()}"
-                         + (f" ({exc.filename})" if exc.filename else "")) from None
+    with SnapshotTarget(output_dir, overwrite) as target:  # checked and locked before anything is read
+        opened = open_for(env, kube)
+        inventory = opened.source.read(
+            [ReadRequest(m, opened.namespace, required=m.KIND in REQUIRED) for m in models()])
+        by_kind = {m: [obj.raw for obj in inventory.all(m)] for m in models() if m.KIND in inventory.read_kinds}
+        if not by_kind:
+            require_kinds(env, inventory, *models())
+        not_read = {m.KIND: next((p.message for p in inventory.problems if p.kind == m.KIND), "not read")
+                    for m in models() if m.KIND not in inventory.read_kinds}
+        about = {"createdBy": f"kubectl-dra {__version__}", "created": env.now().strftime("%Y-%m-%dT%H:%M:%SZ"),
+                 "source": opened.source.description, "namespace": opened.namespace, "notRead": not_read}
+        documents = {kind: list(items) for kind, items in inventory.documents.items() if items}
+        files = target.write(by_kind, about, documents)
+    for warning in target.warnings:
+        env.error(f"warning: {warning}")
     counts = [(m.KIND, len(items)) for m, items in by_kind.items()] + [(k, len(v)) for k, v in documents.items()]
     rows = [[kind, str(count), str(path)] for (kind, count), path in zip(counts, files)]
     env.write(render([Column("KIND"), Column("OBJECTS"), Column("FILE")], rows, no_headers=no_headers))

@@ -6,11 +6,9 @@ a malformed file or invalid object is reported (file, position, reason) and the 
 
 from __future__ import annotations
 
-import errno
 import json
 import os
 import re
-import shutil
 import stat
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,7 +28,6 @@ from kubectl_dra.model.registry import invalid_field_problems, models, parse_obj
 
 SUFFIXES = (".yaml", ".yml", ".json")
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-_Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
 def snapshot_files(path: Path, problems: list[str] | None = None) -> list[Path]:
@@ -347,86 +344,3 @@ def _selected_name(field_selector: str | None) -> str | None:
 MARKER = ".kubectl-dra-snapshot.yaml"
 """Written last into every snapshot directory: which kinds it holds (a kind missing here was not
 read, which is not the same as "none exist"), from where, and which namespace."""
-
-
-def check_target(directory: Path, overwrite: bool) -> None:
-    """Refuse, before anything is read, to write where a snapshot would mix with other files or
-    cannot be written at all (every OSError here is said as one line, exit 3)."""
-    try:
-        _check_target(Path(directory), overwrite)
-    except OSError as exc:
-        reason = {errno.ENOTDIR: "a part of the path is not a directory",
-                  errno.EEXIST: "a part of the path is not a directory",
-                  errno.ELOOP: "too many levels of symbolic links (a symlink loop)",
-                  errno.EACCES: "permission denied", errno.EPERM: "operation not permitted",
-                  errno.EROFS: "read-only file system"}.get(exc.errno, exc.strerror or str(exc))
-        if exc.filename and os.fspath(exc.filename) != os.fspath(directory):
-            reason = (f"{exc.filename} is not a directory" if exc.errno in (errno.ENOTDIR, errno.EEXIST)
-                      and not os.path.isdir(exc.filename) else
-                      f"cannot create a directory in {exc.filename}: {reason[:1].lower()}{reason[1:]}")
-        raise InputError(f"cannot write snapshot to {directory}: {reason}") from None
-
-
-def _check_target(directory: Path, overwrite: bool) -> None:
-    if directory.exists() and not directory.is_dir():
-        raise InputError(f"cannot write snapshot to {directory}: it exists and is not a directory")
-    if directory.is_dir() and any(directory.iterdir()):
-        if not overwrite:
-            raise InputError(f"{directory} is not empty: pass --overwrite to replace the snapshot in it, "
-                             "or choose a new directory")
-        if not (directory / MARKER).is_file():
-            raise InputError(f"{directory} is not empty and holds no snapshot ({MARKER} is missing): "
-                             "not replacing it, even with --overwrite; choose a new directory")
-    # where the snapshot will be staged: it must be possible to create a directory there now,
-    # not after every kind was read
-    parent = directory.absolute().parent
-    missing = []
-    while not os.path.lexists(parent) and parent != parent.parent:
-        missing.append(parent)
-        parent = parent.parent
-    probe = parent / f".{directory.name}.probe-{os.getpid()}"
-    try:
-        os.mkdir(probe)
-    except OSError as exc:
-        raise OSError(exc.errno, exc.strerror, str(parent)) from None
-    os.rmdir(probe)
-
-
-def write_snapshot(directory: Path, objects_by_kind: dict[type[KubeObject], list[dict]],
-                   about: dict | None = None, documents: dict[str, list[dict]] | None = None) -> list[Path]:
-    """One ``kind: List`` file per kind, named ``<plural>.<group>.yaml``, plus the marker; returns
-    the files. Written beside the target and renamed into place, so an earlier snapshot in
-    ``directory`` is replaced whole and a failed write leaves it as it was."""
-    directory = Path(directory)
-    directory.parent.mkdir(parents=True, exist_ok=True)
-    staging = directory.parent / f".{directory.name}.new-{os.getpid()}"
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir()  # the umask applies, as for mkdir
-    names = []
-    try:
-        for model, items in objects_by_kind.items():
-            name = file_name(model)
-            document = {"apiVersion": "v1", "kind": "List", "metadata": {}, "items": items}
-            (staging / name).write_text(yaml.dump(document, Dumper=_Dumper, sort_keys=False,
-                                                  default_flow_style=False), encoding="utf-8")
-            names.append(name)
-        for kind, items in (documents or {}).items():  # our own documents (InstanceTypeCatalog), as read
-            name = f"{kind.lower()}s.kubectl-dra.io.yaml"
-            (staging / name).write_text(yaml.dump_all(items, Dumper=_Dumper, sort_keys=False,
-                                                      default_flow_style=False), encoding="utf-8")
-            names.append(name)
-        marker = {**(about or {}), "kinds": {**{model.KIND: len(items) for model, items in objects_by_kind.items()},
-                                             **{kind: len(items) for kind, items in (documents or {}).items()}}}
-        (staging / MARKER).write_text("# written by kubectl dra snapshot; read back with --snapshot DIR\n"
-                                      + yaml.dump(marker, Dumper=_Dumper, sort_keys=False), encoding="utf-8")
-        if directory.exists():  # check_target: empty, or an earlier snapshot
-            retired = directory.parent / f".{directory.name}.old-{os.getpid()}"
-            os.rename(directory, retired)
-            os.rename(staging, directory)
-            shutil.rmtree(retired, ignore_errors=True)
-        else:
-            os.rename(staging, directory)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    return [directory / name for name in names]

@@ -44,16 +44,47 @@ def test_a_non_empty_directory_is_refused_without_overwrite(dra, tmp_path):
 
 
 def test_overwrite_replaces_the_whole_earlier_snapshot(dra, tmp_path):
+    """A file the earlier snapshot listed and this one does not write is gone: the two never mix."""
     out = tmp_path / "bundle"
     assert take(dra, out).exit_code == 0
-    (out / "nodeoverlays.karpenter.sh.yaml").write_text("a file an earlier run wrote and this one would not\n")
-    (out / "notes.txt").write_text("anything\n")
+    about = yaml.safe_load((out / MARKER).read_text())
+    (out / "resourceclaimparameters.resource.k8s.io.yaml").write_text("a file an earlier run wrote and this one would not\n")
+    about["files"].append("resourceclaimparameters.resource.k8s.io.yaml")
+    (out / MARKER).write_text(yaml.safe_dump(about))
     result = take(dra, out, "--overwrite")
     assert result.exit_code == 0, result
     names = {p.name for p in out.iterdir()}
-    assert "notes.txt" not in names
-    assert yaml.safe_load((out / "nodeoverlays.karpenter.sh.yaml").read_text())["kind"] == "List"
+    assert "resourceclaimparameters.resource.k8s.io.yaml" not in names
     assert names == {MARKER} | {line.split()[2].rsplit("/", 1)[-1] for line in result.stdout.splitlines()[1:]}
+    assert names == {MARKER, *yaml.safe_load((out / MARKER).read_text())["files"]}
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")], "nothing left beside it"
+
+
+def test_overwrite_reads_an_earlier_marker_without_its_file_list(dra, tmp_path):
+    """0.2.0's markers name their kinds, not their files: the files are the ones those kinds get."""
+    out = tmp_path / "bundle"
+    assert take(dra, out).exit_code == 0
+    about = yaml.safe_load((out / MARKER).read_text())
+    del about["files"]
+    (out / MARKER).write_text(yaml.safe_dump(about))
+    assert take(dra, out, "--overwrite").exit_code == 0
+
+
+def test_overwrite_keeps_a_snapshot_the_user_added_files_to(dra, tmp_path):
+    """Issue 37 item 6: notes.txt and keep/data were deleted without a word, exit 0."""
+    out = tmp_path / "bundle"
+    assert take(dra, out).exit_code == 0
+    (out / "notes.txt").write_text("my notes\n")
+    (out / "keep").mkdir()
+    (out / "keep" / "data").write_text("mine\n")
+    before = sorted(str(p.relative_to(out)) for p in out.rglob("*"))
+    result = take(dra, out, "--overwrite")
+    assert result.exit_code == 3 and result.stdout == ""
+    assert result.stderr == (f"error: {out} holds files that are not part of its snapshot: keep/, notes.txt: not "
+                             "replacing it, even with --overwrite (only a directory that is exactly an earlier "
+                             "snapshot is replaced); move them, or choose a new directory\n")
+    assert sorted(str(p.relative_to(out)) for p in out.rglob("*")) == before
+    assert (out / "notes.txt").read_text() == "my notes\n" and (out / "keep" / "data").read_text() == "mine\n"
 
 
 def test_overwrite_never_replaces_a_directory_it_did_not_write(dra, tmp_path):
@@ -66,12 +97,62 @@ def test_overwrite_never_replaces_a_directory_it_did_not_write(dra, tmp_path):
     assert [p.name for p in mine.iterdir()] == ["thesis.tex"]
 
 
-def test_a_file_in_the_way_is_a_clear_error(dra, tmp_path):
+def test_a_file_that_appears_while_the_cluster_is_read_is_kept(tmp_path):
+    """Issue 37 item 7: DIR was checked before the read and everything in it removed after. Now it
+    is checked again before the rename, and the run fails without touching it."""
+    from kubectl_dra.errors import InputError
+    from kubectl_dra.kube.snapshotdir import SnapshotTarget
+
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with SnapshotTarget(empty, overwrite=False) as target:
+        (empty / "arrived.txt").write_text("while reading\n")  # the read takes minutes on a live cluster
+        try:
+            target.write({}, {"source": "test"})
+            raise AssertionError("the write went on")
+        except InputError as exc:
+            assert "it changed while the cluster was read" in str(exc)
+    assert [p.name for p in empty.iterdir()] == ["arrived.txt"]
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+def test_a_second_writer_is_refused_while_the_first_runs(dra, tmp_path):
+    """Issue 37 item 8: two runs into one DIR both exited 0 and DIR held one of them."""
+    from kubectl_dra.kube.snapshotdir import SnapshotTarget
+
+    out = tmp_path / "bundle"
+    with SnapshotTarget(out, overwrite=False):  # the first run, still reading
+        second = take(dra, out)
+        assert second.exit_code == 3 and second.stdout == ""
+        assert "another `kubectl dra snapshot` is writing it now" in second.stderr
+    assert not out.exists()
+    assert take(dra, out).exit_code == 0  # the lock went with the first run
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+def test_a_symlink_to_a_snapshot_is_followed_and_stays_a_link(dra, tmp_path):
+    """Issue 37 item 9: LINK became a plain directory, `.LINK.old-PID` stayed beside it and the
+    target was never updated."""
+    real = tmp_path / "real"
+    assert take(dra, real).exit_code == 0
+    link = tmp_path / "link"
+    link.symlink_to(real)
+    (real / MARKER).write_text((real / MARKER).read_text().replace("source:", "oldsource: x\nsource:"))
+    result = take(dra, link, "--overwrite")
+    assert result.exit_code == 0, result
+    assert link.is_symlink() and link.resolve() == real
+    assert "oldsource" not in (real / MARKER).read_text()  # the target itself was replaced
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link", "real"]
+    assert str(link / "pods.yaml") in result.stdout
+
+
+def test_a_file_in_the_way_is_an_input_error(dra, tmp_path):
+    """Issue 37 item 10: click's path check said it, with exit 2; the README says 3."""
     target = tmp_path / "file"
     target.write_text("x")
     result = take(dra, target)
-    assert result.exit_code == 2 and result.stdout == ""  # a usage error: the flag's value is wrong
-    assert f"Invalid value for '-o' / '--output-dir': Directory '{target}' is a file." in result.stderr
+    assert result.exit_code == 3 and result.stdout == ""
+    assert result.stderr == f"error: cannot write snapshot to {target}: it exists and is not a directory\n"
     assert target.read_text() == "x"
 
 
