@@ -19,12 +19,12 @@ from node_agent.podresources import list_pod_resources
 
 def exit_code(report: NodeEnforcementReport) -> int:
     """kubectl dra's table: 0 everything checked held (or nothing to check); 1 a divergence or a claim
-    finding (error or warning), which outranks 4; 2 a root that is no cgroup v2 tree (a bad
-    --cgroup-root); 4 partial: pods whose cgroups could not be read."""
+    finding (error or warning), which outranks 4; 3 a root that is no cgroup v2 tree (nothing could
+    be checked; the flag's check says so first); 4 partial: pods whose cgroups could not be read."""
     if report.status.summary.diverged or report.status.summary.claim_findings:
         return 1
     if report.status.cgroup_version != "v2":
-        return 2
+        return 3
     return 4 if report.status.summary.unknown else 0
 
 

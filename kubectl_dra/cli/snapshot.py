@@ -8,12 +8,13 @@ import click
 
 from kubectl_dra.exitcodes import EPILOG
 from kubectl_dra.flags.connection import kube_options
+from kubectl_dra.flags.paths import DirectoryPath
 
 
 @click.command("snapshot", epilog=EPILOG)
 @kube_options
 @click.option("-o", "--output-dir", "output_dir", required=True, metavar="DIR",
-              type=click.Path(path_type=Path), help="Directory to write (created if missing).")
+              type=DirectoryPath(path_type=Path), help="Directory to write (created if missing).")
 @click.option("--overwrite", is_flag=True,
               help="Replace an earlier snapshot in DIR (only a directory this command wrote).")
 @click.option("--no-headers", is_flag=True, help="Print the summary without the header line.")

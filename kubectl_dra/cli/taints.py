@@ -18,7 +18,7 @@ from kubectl_dra.flags.connection import kube_options
 @click.option("--dry-run", "dry_run", is_flag=True,
               help="Evaluate the DeviceTaintRule in -f as if it were applied now: the devices it hits and the "
                    "pods it would evict. Nothing is created.")
-@click.option("-f", "--filename", "filename", type=click.Path(path_type=Path, dir_okay=False, allow_dash=True),
+@click.option("-f", "--filename", "filename", type=click.Path(path_type=Path, allow_dash=True),
               metavar="FILE", help="The DeviceTaintRule for --dry-run (YAML or JSON, one object; - reads standard input).")
 @watch_options("tainted devices")
 @click.pass_context

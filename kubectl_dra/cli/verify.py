@@ -10,6 +10,7 @@ from kubectl_dra.flags.connection import kube_options
 from kubectl_dra.flags.host import cdi_dir_option, check_cgroup_root
 from kubectl_dra.flags.node import node_options
 from kubectl_dra.flags.output import output_options
+from kubectl_dra.flags.paths import DirectoryPath
 
 VERIFY_EPILOG = ("Exit codes, the first that applies: 2 usage error (a bad flag value, a --cgroup-root that is no "
                  "cgroup v2 tree); 3 nothing to show (no reports, POD or node not found, POD on another node); 1 a "
@@ -23,11 +24,11 @@ VERIFY_EPILOG = ("Exit codes, the first that applies: 2 usage error (a bad flag 
 @node_options
 @click.option("--node", "nodes", metavar="NODE", multiple=True, shell_complete=object_names("Node"), help="Only this node (repeatable).")
 @click.option("-l", "--selector", metavar="SELECTOR", callback=check_label_selector, help="Only nodes with these labels.")
-@click.option("--cgroup-root", metavar="DIR", type=click.Path(file_okay=False), callback=check_cgroup_root,
+@click.option("--cgroup-root", metavar="DIR", type=DirectoryPath(), callback=check_cgroup_root,
               help="Check the local node directly, without an agent (a node shell or debug pod): scan it as "
                    "dra-node-agent scan --once does, reading this cgroup v2 tree, e.g. /sys/fs/cgroup or "
                    "/host/sys/fs/cgroup.")
-@click.option("--kubelet-root", metavar="DIR", type=click.Path(file_okay=False, readable=False), default="/var/lib/kubelet", show_default=True,
+@click.option("--kubelet-root", metavar="DIR", default="/var/lib/kubelet", show_default=True, type=DirectoryPath(),
               help="With --cgroup-root: the kubelet's root directory, for cpu_manager_state (CPU manager policy and "
                    "exclusive CPUs) and dra_manager_state (the claims it prepared, compared with the API). Each "
                    "is optional: what is missing is skipped and said. The kubelet's PodResources API is read only "

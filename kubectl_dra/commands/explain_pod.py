@@ -36,13 +36,14 @@ def run(env: Environment, *, kube: KubeOptions, output: OutputOptions, node_flag
     env.color = output.color
     opened = open_for(env, kube)
     namespace = None if kube.all_namespaces else kube.namespace or opened.default_namespace  # None: find it
-    # validate: the pod and --node must exist; --scheduler-config is read for a pod not bound to a node
+    # validate: the pod and --node must exist; --scheduler-config is read and checked whenever it is
+    # given (a file named on the command line is never ignored), used for a pod not bound to a node
     found, first = fetch_named(env, opened, Pod, namespace, name)
     namespace = found.namespace
     if only_node is not None:  # a missing node would narrow the scheduling to none: "fits nowhere"
         fetch_named(env, opened, Node, None, only_node)
     pending = not found.node_name and not found.is_done
-    profile = _scheduler_profile(opened, scheduler_config, found) if pending and scheduler_config else None
+    profile = _scheduler_profile(opened, scheduler_config, found) if scheduler_config else None
     # gather: its claims, its node, then only the pools its claims' devices came from
     inventory = read_around(opened, found, first, [
         ReadRequest(ResourceClaim, namespace, keep_raw=False), ReadRequest(DeviceTaintRule, required=False, keep_raw=False),
@@ -65,12 +66,13 @@ def run(env: Environment, *, kube: KubeOptions, output: OutputOptions, node_flag
 
 def _scheduler_profile(opened: Opened, path: Path, pod: Pod):
     """The profile of the pod's scheduler in the KubeSchedulerConfiguration file (a bad file: exit 3)."""
-    # start-up: pending - the scheduler's profile, only for a pod not bound to a node
+    # start-up: pending - the scheduler's profile, only when --scheduler-config is given
     from kubectl_dra.scheduling.profile import from_documents
 
     if str(path) == "-" and getattr(opened.source, "path", None) == "-":
         raise InputError("--scheduler-config - and --snapshot - both read standard input: give one of them a file")
-    return from_documents(read_documents(path, allow_stdin=True), pod.spec.scheduler_name, str(path))
+    return from_documents(read_documents(path, allow_stdin=True, flag="--scheduler-config"), pod.spec.scheduler_name,
+                          str(path))
 
 
 def _why_pending(opened: Opened, pod: Pod, inventory: Inventory, result: PodExplanation, profile,

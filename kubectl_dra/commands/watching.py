@@ -22,9 +22,7 @@ user ends has found nothing wrong); with 4 when something could not be read alon
 from __future__ import annotations
 
 import json
-import os
 import queue
-import sys
 import threading
 from typing import Callable, Hashable
 
@@ -74,12 +72,8 @@ class RowStream:
         self.documents += 1
 
     def write(self, text: str, encoded: bool = False) -> None:
-        try:
-            self.env.write(text, encoded=encoded)
-            self.env.stdout.flush()
-        except BrokenPipeError:  # `-w | head`: the reader has gone, which ends the watch
-            _silence_stdout()
-            raise OutputClosed(self.status) from None
+        self.env.write(text, encoded=encoded)
+        self.env.stdout.flush()  # `-w | head`: a reader that has gone ends the run here (kubectl_dra.streams)
 
     def problems(self, inventory) -> None:
         """The problems of a read, each said once for the whole watch (a forbidden kind is
@@ -98,24 +92,10 @@ class RowStream:
         self.status = ExitStatus.PARTIAL
 
 
-class OutputClosed(Exception):
-    """Whoever read the rows has gone (a closed pipe); carries the exit status so far."""
-
-
-def _silence_stdout() -> None:
-    """Point stdout at /dev/null so that the interpreter's last flush does not fail again."""
-    try:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    except (OSError, ValueError, AttributeError):  # not a real file (a test's capture)
-        pass
-
-
 def run(body: Callable[[], int]) -> int:
-    """A watch command's body; a closed pipe ends it quietly, as SIGPIPE ends kubectl's."""
-    try:
-        return body()
-    except OutputClosed as closed:
-        return closed.args[0]
+    """A watch command's body. A closed pipe ends it quietly, as SIGPIPE ends kubectl's: the guarded
+    stdout raises OutputError at the first row after, and the program's edge exits 141."""
+    return body()
 
 
 def follow(stream: RowStream, events, handle: Callable) -> ExitStatus:

@@ -34,7 +34,7 @@ def _check_timeout(ctx, param, value):
 
 
 _KUBE_OPTION_SPECS = [
-    _spec("--kubeconfig", metavar="FILE", type=click.Path(dir_okay=False), help="Kubeconfig file to use (only this file, no merging)."),
+    _spec("--kubeconfig", metavar="FILE", type=click.Path(), help="Kubeconfig file to use (only this file, no merging)."),
     _spec("--context", metavar="NAME", help="Kubeconfig context to use."),
     _spec("--cluster", metavar="NAME", help="Kubeconfig cluster to use instead of the context's."),
     _spec("--user", metavar="NAME", help="Kubeconfig user to use instead of the context's."),
@@ -43,9 +43,9 @@ _KUBE_OPTION_SPECS = [
            help="All namespaces; -n is ignored."),
     _spec("-s", "--server", metavar="URL", help="API server address."),
     _spec("--token", metavar="TOKEN", help="Bearer token."),
-    _spec("--certificate-authority", metavar="FILE", type=click.Path(dir_okay=False), help="CA bundle for the server certificate."),
-    _spec("--client-certificate", metavar="FILE", type=click.Path(dir_okay=False), help="Client certificate for TLS."),
-    _spec("--client-key", metavar="FILE", type=click.Path(dir_okay=False), help="Client key for TLS."),
+    _spec("--certificate-authority", metavar="FILE", type=click.Path(), help="CA bundle for the server certificate."),
+    _spec("--client-certificate", metavar="FILE", type=click.Path(), help="Client certificate for TLS."),
+    _spec("--client-key", metavar="FILE", type=click.Path(), help="Client key for TLS."),
     _spec("--tls-server-name", metavar="NAME", help="Server name for TLS verification."),
     _spec("--insecure-skip-tls-verify", is_flag=True, default=None,
            help="Do not verify the server certificate (insecure)."),

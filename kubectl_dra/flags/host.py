@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import click
 
+from kubectl_dra.flags.paths import PathInputError
+
 CDI_DIR_HELP = ("A CDI spec directory, repeatable, later ones win as in the runtime [default: /etc/cdi, "
                 "/var/run/cdi]; used to check that every prepared device's CDI ID resolves (/host/etc/cdi and "
                 "/host/var/run/cdi with manifests/node-dra-state).")
 
 
 def check_cgroup_root(ctx, param, value):
-    """A root that is no cgroup v2 tree is a bad --cgroup-root (exit 2), said before anything is read
-    (``scan --once`` and ``verify --cgroup-root``; the service instead reports it in its report)."""
+    """A root that is no cgroup v2 tree (missing, not a directory, cgroup v1) cannot be scanned:
+    exit 3, said before anything is read (``scan --once`` and ``verify --cgroup-root``; the service
+    instead reports it in its report)."""
     if value is None:
         return value
     # start-up: help
@@ -20,7 +23,7 @@ def check_cgroup_root(ctx, param, value):
 
     unusable = CgroupFS(value).unusable()
     if unusable:
-        raise click.BadParameter(unusable[1])
+        raise PathInputError(f"--cgroup-root {unusable[1]}")
     return value
 
 

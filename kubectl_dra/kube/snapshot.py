@@ -78,10 +78,11 @@ def parse_documents(text: str, label: str, suffix: str = "") -> list:
         raise InputError(f"{label}: invalid YAML{where}: {reason}") from None
 
 
-def read_documents(path: Path | str, *, explicit: bool = True, allow_stdin: bool = False) -> list:
+def read_documents(path: Path | str, *, explicit: bool = True, allow_stdin: bool = False, flag: str = "") -> list:
     """Every document of one user file (through :mod:`kubectl_dra.files`: bounded, no FIFO or
-    device unless named), or :class:`InputError` naming the file and the reason or position."""
-    label = describe(path)
+    device unless named), or :class:`InputError` naming the file (after ``flag``, when given) and
+    the reason or position."""
+    label = f"{flag} {describe(path)}".lstrip()
     text = read_text(path, label=label, explicit=explicit, allow_stdin=allow_stdin)
     return parse_documents(text, label, Path(path).suffix.lower() if not is_stdin(path) else "")
 

@@ -240,7 +240,7 @@ def test_cli_scan_once_exit_codes(tmp_path):
     assert "burstable   encoder     memory.max" in table.stdout and "DRAAmountMissing" in table.stdout
     v1 = runner.invoke(agent_cli, ["scan", "--once", "--snapshot", str(snapshot), "--node", NODE,
                                    "--cgroup-root", str(tmp_path / "nowhere")])
-    assert v1.exit_code == 2 and "does not exist" in v1.stderr
+    assert v1.exit_code == 3 and "does not exist" in v1.stderr  # an input error, as a missing --snapshot
 
 
 def test_example_cluster_node_matches_its_own_prediction(tmp_path):

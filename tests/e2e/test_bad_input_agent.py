@@ -239,7 +239,8 @@ def test_a_fifo_as_a_kubelet_state_file_is_said_not_waited_on(state_file, tmp_pa
     assert f"{kubelet / state_file}" in result.stderr and "not a regular file (a FIFO)" in result.stderr
 
 
-# -- 10, 12. a root that is no cgroup v2 tree: one check, one message, exit 2 in both -----------------------
+# -- 10, 12. a root that is no cgroup v2 tree: one check, one message, exit 3 in both (issue 37 item 10:
+# a path flag naming something missing or of the wrong kind is an input error, as a missing --snapshot is)
 
 @pytest.mark.parametrize("make,words", [
     (lambda p: p / "nonexistent", "does not exist (mount the host's /sys/fs/cgroup there)"),
@@ -252,10 +253,11 @@ def test_a_root_that_is_no_cgroup_v2_tree(make, words, tmp_path, dra):
     root = str(make(tmp_path))
     scanned = agent("scan", "--once", "--snapshot", str(EXAMPLE), "--node", "worker-gpu-1", "--cgroup-root", root)
     verified = dra("verify", "--snapshot", str(EXAMPLE), "--node", "worker-gpu-1", "--cgroup-root", root)
-    assert scanned.exit_code == verified.exit_code == 2
+    assert scanned.exit_code == verified.exit_code == 3
     assert verified.stdout == ""  # no table of pods that were never looked at
-    line = next(x for x in verified.stderr.splitlines() if x.startswith("Error:"))
-    assert line in scanned.output and "Invalid value for '--cgroup-root'" in line and words in line
+    assert verified.stderr.count("\n") == 1 and verified.stderr.startswith(f"error: --cgroup-root {root}")
+    assert words in verified.stderr
+    assert verified.stderr in scanned.output
     assert "CgroupUnsupported" not in verified.stderr + scanned.output
 
 
