@@ -49,12 +49,13 @@ class Environment:
 
     @property
     def use_color(self) -> bool:
-        """``always``/``never`` as told; ``auto`` = a terminal, unless NO_COLOR or TERM=dumb."""
+        """``always``/``never`` as told; ``auto`` = a terminal, unless NO_COLOR is set to a non-empty
+        value (no-color.org: an empty one does not count) or TERM=dumb."""
         if self.color == "always":
             return True
         if self.color == "never":
             return False
-        return self.isatty and "NO_COLOR" not in self.environ and self.environ.get("TERM") != "dumb"
+        return self.isatty and not self.environ.get("NO_COLOR") and self.environ.get("TERM") != "dumb"
 
     def write(self, text: str, *, encoded: bool = False) -> None:
         """Data for stdout. Every write passes here, so this is where control characters from

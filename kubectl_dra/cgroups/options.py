@@ -52,21 +52,30 @@ class NodeOptions(Part):
         return self.runtime == "containerd"
 
 
+_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
+_UNITS_NS = {"ns": 1, "us": 1000, "µs": 1000, "μs": 1000, "ms": 1_000_000, "s": 10**9, "m": 60 * 10**9,
+             "h": 3600 * 10**9}
+
+
 def parse_period(text: str) -> int:
-    """``--cpu-cfs-period``: a Go-style duration (100ms, 5ms, 100000us) -> microseconds."""
-    units = {"us": 1, "µs": 1, "ms": 1000, "s": 1_000_000}
-    for suffix in sorted(units, key=len, reverse=True):
-        if text.endswith(suffix):
-            number = text[: -len(suffix)]
-            try:
-                value = Fraction(number) * units[suffix]
-            except (ValueError, ZeroDivisionError):
+    """``--cpu-cfs-period``: a Go duration (100ms, 5ms, 100000us, 1h30m, 0) -> microseconds, within
+    the kubelet's range for cpuCFSQuotaPeriod (1ms to 1s, inclusive)."""
+    body = text.strip()
+    total = Fraction(0)
+    if body != "0":
+        position = 0
+        for match in _DURATION_PART.finditer(body):
+            if match.start() != position:
                 break
-            if value.denominator != 1 or not 1000 <= value <= 1_000_000:
-                raise InputError(f'"{text}": must be a whole number of '
-                                 "microseconds between 1ms and 1s")
-            return int(value)
-    raise InputError(f'"{text}": use a duration such as 100ms or 5ms')
+            total += Fraction(match.group(1)) * _UNITS_NS[match.group(2)]
+            position = match.end()
+        if position != len(body) or not body:
+            raise InputError(f'"{text}": not a duration: use one such as 100ms or 5ms')
+    if not 1_000_000 <= total <= 1_000_000_000:
+        raise InputError(f'"{text}": out of range: the kubelet takes a CFS period from 1ms to 1s, inclusive')
+    if total % 1000:
+        raise InputError(f'"{text}": must be a whole number of microseconds (the cgroup file counts them)')
+    return int(total // 1000)
 
 
 def parse_hugepage_sizes(text: str) -> list[int]:

@@ -11,6 +11,7 @@ from kubectl_dra.flags.completion import object_names
 from kubectl_dra.exitcodes import EPILOG
 from kubectl_dra.flags.node import node_options
 from kubectl_dra.flags.output import output_options
+from kubectl_dra.flags.names import typed_name
 from kubectl_dra.flags.connection import kube_options, root_kube_options
 from kubectl_dra.flags.catalog import catalog_option
 
@@ -29,7 +30,7 @@ def explain() -> None:
                    "has one claim).")
 @click.option("--node", "only_node", metavar="NODE", shell_complete=object_names("Node"),
               help="For a claim that is not allocated: explain the allocation on this node only.")
-@click.argument("name", required=False, shell_complete=object_names("ResourceClaim"))
+@click.argument("name", required=False, shell_complete=object_names("ResourceClaim"), callback=typed_name("ResourceClaim"))
 @click.pass_context
 def claim(ctx: click.Context, kube, output, pod_name: str | None, only_node: str | None, name: str | None) -> None:
     """Explain a ResourceClaim: devices, reservations, consumers and findings.
@@ -65,7 +66,7 @@ def claim(ctx: click.Context, kube, output, pod_name: str | None, only_node: str
               help="For a pod not bound to a node: the KubeSchedulerConfiguration your kube-scheduler runs "
                    "with (its profiles, disabled plugins and plugin args). Default: kube-scheduler v1.37.2's "
                    "default profile.")
-@click.argument("name", shell_complete=object_names("Pod"))
+@click.argument("name", shell_complete=object_names("Pod"), callback=typed_name("Pod"))
 @click.pass_context
 def pod(ctx: click.Context, kube, output, node_flags, only_node: str | None, scheduler_config: Path | None,
         name: str) -> None:
@@ -105,7 +106,7 @@ def pod(ctx: click.Context, kube, output, node_flags, only_node: str | None, sch
 @kube_options
 @output_options(formats=("tree", "json", "yaml"), default="tree")
 @catalog_option
-@click.argument("name", shell_complete=object_names("Node"))
+@click.argument("name", shell_complete=object_names("Node"), callback=typed_name("Node"))
 @click.pass_context
 def node(ctx: click.Context, kube, output, catalog, feature_gate, name: str) -> None:
     """Explain a node: its devices, what is allocated on it, and what Karpenter predicted.

@@ -8,6 +8,7 @@ from kubectl_dra.cli.options import check_label_selector
 from kubectl_dra.flags.completion import object_names
 from kubectl_dra.flags.connection import kube_options
 from kubectl_dra.flags.host import cdi_dir_option, check_cgroup_root
+from kubectl_dra.flags.names import typed_name
 from kubectl_dra.flags.node import node_options
 from kubectl_dra.flags.output import output_options
 from kubectl_dra.flags.paths import DirectoryPath
@@ -35,7 +36,7 @@ VERIFY_EPILOG = ("Exit codes, the first that applies: 2 usage error (a bad flag 
                    "by dra-node-agent scan --once (gRPC).")
 @cdi_dir_option
 @output_options(formats=("table", "wide", "json", "yaml"))
-@click.argument("pod", required=False, shell_complete=object_names("Pod"))
+@click.argument("pod", required=False, shell_complete=object_names("Pod"), callback=typed_name("Pod"))
 @click.pass_context
 def verify(ctx: click.Context, kube, node_flags, nodes, selector, cgroup_root, kubelet_root, cdi_dirs, output,
            pod) -> None:

@@ -38,6 +38,7 @@ import copy
 import logging
 import os
 import re
+import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Mapping
@@ -406,7 +407,16 @@ def _normalize_server(server: str) -> str:
     # consulted at that point in kubectl, so it is plain http there too).
     if "://" not in server:
         server = "http://" + server
-    return server.rstrip("/")
+    server = server.rstrip("/")
+    try:  # a URL that cannot be parsed is named here, not as a TLS or connection failure later
+        parts = urllib.parse.urlsplit(server)
+        parts.port  # noqa: B018 - raises for a port that is no number or out of range
+    except ValueError as exc:
+        reason = str(exc).replace("Port out of range 0-65535", "the port is out of range 0-65535")
+        raise ConfigError(f'invalid server URL "{server}": {reason[:1].lower()}{reason[1:]}') from None
+    if not parts.hostname:
+        raise ConfigError(f'invalid server URL "{server}": no host in it')
+    return server
 
 
 # --------------------------------------------------------------------------- building a Configuration
@@ -569,6 +579,9 @@ def _in_cluster(flags: ConfigFlags, environ: Mapping[str, str], sa_dir: Path,
 def _no_configuration(kc: Kubeconfig) -> ConfigError:
     hint = "set KUBECONFIG, use --kubeconfig, or run in a cluster"
     if not kc.files:
+        if kc.origin == "KUBECONFIG" and not kc.missing:  # kubectl skips empty entries, and so ~/.kube/config too
+            return ConfigError(f"no configuration: KUBECONFIG is set but names no file (its entries are empty, "
+                               f"and an empty entry is skipped, as kubectl skips it); {hint}")
         if kc.origin == "KUBECONFIG":
             return ConfigError(f"no configuration: none of the KUBECONFIG files exist "
                                f"({os.pathsep.join(kc.missing)}); {hint}")

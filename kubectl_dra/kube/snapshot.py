@@ -142,6 +142,7 @@ def _load_snapshot(path, written: bool = False) -> tuple[Inventory, list[Unread]
     inventory = Inventory()
     unread: list[Unread] = []
     listing: list[str] = []
+    origin: dict[tuple, str] = {}  # (kind, namespace, name) -> the file it was read from
     files = snapshot_files(path, listing)
     for message in listing:
         inventory.problem(message)
@@ -175,7 +176,8 @@ def _load_snapshot(path, written: bool = False) -> tuple[Inventory, list[Unread]
             if isinstance(doc, dict) and isinstance(doc.get("kind"), str) and doc["kind"].endswith("List") \
                     and isinstance(doc.get("items"), list):
                 kept += 1  # an empty list is a valid answer: "none"
-            for raw in _flatten(doc, label, inventory):
+            guess = _unread_kinds(file, None, written) if not is_stdin(file) else None
+            for raw in _flatten(doc, label, inventory, unread, guess):
                 try:
                     obj = parse_object(raw)
                 except InputError as exc:
@@ -189,6 +191,11 @@ def _load_snapshot(path, written: bool = False) -> tuple[Inventory, list[Unread]
                                              whole=False))
                     continue
                 kept += 1
+                if obj is not None and not isinstance(obj, dict):
+                    key = (type(obj), obj.namespace, obj.name)
+                    if key in origin and not _keep_second(inventory, inventory.get(*key), obj, origin[key], label):
+                        continue
+                    origin[key] = label
                 if obj is not None:
                     inventory.add(obj)
                     if isinstance(obj, dict) or obj.KIND == "NodeEnforcementReport":  # checked later, by the
@@ -196,6 +203,14 @@ def _load_snapshot(path, written: bool = False) -> tuple[Inventory, list[Unread]
                     if not isinstance(obj, dict) and obj.invalid_fields:
                         for problem in invalid_field_problems(obj):
                             inventory.problem(f"{label}: {problem}", kind=obj.KIND)
+        if not single and not documents:  # an empty file where objects were saved: most likely a failed dump
+            kinds = _unread_kinds(file, None, written)
+            _unread_problem(inventory, f"{label}: empty: it holds no objects"
+                            + (f" (its name says {next(iter(kinds))} objects: that kind counts as not read)"
+                               if kinds else ""), kinds)
+            if kinds:
+                unread.append(Unread(label, kinds))
+            continue
         if single and not kept:
             if first_problem is None:
                 first_problem = next((p.message for p in inventory.problems), f"{label}: no objects in it")
@@ -203,19 +218,53 @@ def _load_snapshot(path, written: bool = False) -> tuple[Inventory, list[Unread]
     return inventory, unread
 
 
-def _flatten(doc, label: str, inventory: Inventory) -> Iterator:
-    """The objects of a document: itself, or the items of a ``kind: List`` (``PodList``, ...)."""
+def _resource_version(obj: KubeObject) -> int | None:
+    value = obj.metadata.resource_version
+    return int(value) if isinstance(value, str) and value.isdecimal() else None
+
+
+def _keep_second(inventory: Inventory, first: KubeObject, second: KubeObject, first_file: str,
+                 second_file: str) -> bool:
+    """The same kind, namespace and name twice in one snapshot. The very same object (uid and
+    resourceVersion) is one object, silently. Otherwise which one a verdict rests on must not depend
+    on file names: the later resourceVersion wins when both have one (the API server's counter),
+    else the first read; both files are named, with the choice and why (exit 4)."""
+    if first.uid == second.uid and first.metadata.resource_version == second.metadata.resource_version:
+        return False
+    a, b = _resource_version(first), _resource_version(second)
+    second_wins = a is not None and b is not None and b > a
+    why = ("its resourceVersion is the later" if a is not None and b is not None and a != b else
+           "the first read, as files are read in name order, since their resourceVersions do not say which "
+           "is newer")
+    used, other = (second_file, first_file) if second_wins else (first_file, second_file)
+    place = f"{first.namespace}/{first.name}" if first.namespace else first.name
+    uids = f"uids {first.uid or '<none>'} and {second.uid or '<none>'}" if first.uid != second.uid else \
+        f"uid {first.uid}, resourceVersions {first.metadata.resource_version} and {second.metadata.resource_version}"
+    inventory.problem(f"{first.KIND} {place} is in {first_file} and in {second_file} ({uids}): using the one in "
+                      f"{used} ({why}); the one in {other} is ignored", kind=first.KIND)
+    return second_wins
+
+
+def _flatten(doc, label: str, inventory: Inventory, unread: list[Unread] | None = None,
+             guess: frozenset[str] | None = None) -> Iterator:
+    """The objects of a document: itself, or the items of a ``kind: List`` (``PodList``, ...). A
+    list whose items are not a list is not read: its kind (``NodeList``: Node; a plain ``List``: the
+    kind the file's name says, ``guess``) goes into ``unread``, so a lookup cannot say "not found"."""
     if isinstance(doc, dict) and isinstance(doc.get("kind"), str) and doc["kind"].endswith("List") \
             and "items" in doc:
         items = doc["items"]
         if items is None:
             return
         if not isinstance(items, list):
+            kinds = frozenset({doc["kind"].removesuffix("List")}) if doc["kind"] != "List" else guess
             inventory.problem(f"{label}: {doc['kind']}: items must be a list of objects, found "
-                              f"{type(items).__name__} (its content is not read)")
+                              f"{type(items).__name__} (its content is not read)",
+                              kind=next(iter(kinds)) if kinds and len(kinds) == 1 else None)
+            if unread is not None:
+                unread.append(Unread(label, kinds))
             return
         for item in items:
-            yield from _flatten(item, label, inventory)
+            yield from _flatten(item, label, inventory, unread, guess)
     else:
         yield doc
 
@@ -269,12 +318,32 @@ class SnapshotSource:
                 self._loaded, self._unread = _load_snapshot(self.path, written=self.about is not None)
             if self._marker_problem:
                 self._loaded.problems.insert(0, Problem(message=self._marker_problem))
+            self._check_counts(self._loaded)
         if not self._problems_reported:  # a command may read in two rounds; say each problem once
             inventory.problems.extend(self._loaded.problems)
             self._problems_reported = True
         inventory.documents.update(self._loaded.documents)
         inventory.document_files.update(self._loaded.document_files)
         return self._loaded
+
+    def _check_counts(self, loaded: Inventory) -> None:
+        """A kind the marker counts more of than the files hold (a file removed or emptied after the
+        snapshot was taken) is not read: never "none" or "not found" for what was lost."""
+        counted = (self.about or {}).get("kinds") or {}
+        for model in models():
+            expected = counted.get(model.KIND)
+            if not isinstance(expected, int) or isinstance(expected, bool):
+                continue
+            skipped = sum(1 for u in self._unread if not u.whole and u.kinds and model.KIND in u.kinds)
+            held = len(loaded.all(model))
+            if held + skipped < expected and not any(u.whole and u.kinds and model.KIND in u.kinds
+                                                     for u in self._unread):
+                where = describe(Path(self.path) / file_name(model))
+                message = (f"snapshot {self.path}: its marker counts {expected} {model.KIND} objects, the files hold "
+                           f"{held}: {where} was changed after the snapshot was taken, so {model.KIND} counts as "
+                           "not read")
+                loaded.problem(message, kind=model.KIND)
+                self._unread.append(Unread(where, frozenset({model.KIND})))
 
     def prime(self, requests: Iterable[ReadRequest]) -> list:
         """Nothing to ask for ahead: the files are read once, whole."""

@@ -99,8 +99,11 @@ def parse_object(raw: dict, keep_raw: bool = True, view: type[KubeObject] | None
     if not isinstance(raw, dict):
         raise InputError(f"expected an object, found {type(raw).__name__}")
     kind, api_version = raw.get("kind"), raw.get("apiVersion")
-    if not isinstance(kind, str) or not isinstance(api_version, str) or not kind or not api_version:
-        raise InputError("object without apiVersion and kind")
+    missing = [field for field, value in (("apiVersion", api_version), ("kind", kind))
+               if not isinstance(value, str) or not value]
+    if missing:
+        present = f" ({describe(raw)})" if "kind" not in missing else ""
+        raise InputError(f"object without {' and '.join(missing)}{present}")
     group, version = split_api_version(api_version)
     if group == OWN_GROUP and kind in OWN_KINDS:
         if version not in OWN_KINDS[kind]:
@@ -109,6 +112,14 @@ def parse_object(raw: dict, keep_raw: bool = True, view: type[KubeObject] | None
         return raw
     model = by_group_kind().get((group, kind))
     if model is None:
+        same_kind = [m for m in by_group_kind().values() if m.KIND == kind]
+        ours = {m.GROUP for m in by_group_kind().values()}
+        # a kind this tool reads under another of the groups it reads (apiVersion v1 on a
+        # ResourceClaim): a mistake, never silently "not ours". A CRD's own group (scheduler-plugins'
+        # scheduling.x-k8s.io PodGroup) is another kind that happens to share the name: ignored.
+        if same_kind and group in ours:
+            known = ", ".join(f"{m.GROUP + '/' if m.GROUP else ''}{v}" for m in same_kind for v in m.VERSIONS)
+            raise InputError(f"{describe(raw)}: unknown API version {api_version} (this tool reads {known})")
         return None
     if version not in model.VERSIONS:
         known = ", ".join(f"{group + '/' if group else ''}{v}" for v in model.VERSIONS)

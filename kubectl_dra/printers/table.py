@@ -27,15 +27,25 @@ class Column:
     wide_only: bool = False
 
 
+LIST_SHOWN = 5
+"""Items a list cell shows before it is cut (``a,b,c,d,e + 245 more...``, as kubectl's Endpoints
+printer cuts its list): a claim with 250 consumers must not print a 15,000-character row. ``-o
+json`` and ``-o yaml`` keep every item."""
+
+
 def cell(value: object, empty: str = NONE) -> str:
-    """One table cell: lists joined by commas, no whitespace (kubectl-conventions)."""
+    """One table cell: lists joined by commas and cut after :data:`LIST_SHOWN` items, no whitespace
+    inside an item (kubectl-conventions)."""
     if value is None:
         return UNSET
+    more = 0
     if isinstance(value, (list, tuple)):
-        text = ",".join(map(str, value))
+        more = max(0, len(value) - LIST_SHOWN)
+        text = ",".join(map(str, value[:LIST_SHOWN]))
     else:
         text = str(value)
-    return "-".join(text.split()) or empty  # runs of whitespace -> "-", ends trimmed
+    text = "-".join(text.split()) or empty  # runs of whitespace -> "-", ends trimmed
+    return f"{text} + {more} more..." if more else text
 
 
 def scalar(value: object) -> str:

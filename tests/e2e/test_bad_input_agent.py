@@ -60,9 +60,11 @@ def run(command, timeout=30, **kwargs):
 # -- 1. the same node flags, the same types, exit 2 in both programs -------------------------------------
 
 BAD_NODE_FLAGS = [
-    ("--cpu-cfs-period", "abc", "use a duration such as 100ms"),
-    ("--cpu-cfs-period", "100", "use a duration such as 100ms"),
-    ("--cpu-cfs-period", "2s", "between 1ms and 1s"),
+    ("--cpu-cfs-period", "abc", "not a duration: use one such as 100ms"),
+    ("--cpu-cfs-period", "100", "not a duration: use one such as 100ms"),
+    ("--cpu-cfs-period", "5000h", "out of range: the kubelet takes a CFS period from 1ms to 1s, inclusive"),
+    ("--cpu-cfs-period", "0", "out of range: the kubelet takes a CFS period from 1ms to 1s, inclusive"),
+    ("--cpu-cfs-period", "2s", "from 1ms to 1s, inclusive"),
     ("--memory-throttling-factor", "7", "a number in (0, 1]"),
     ("--memory-throttling-factor", "nan", "a number in (0, 1]"),
     ("--memory-throttling-factor", "1/0", "a number in (0, 1]"),
