@@ -11,6 +11,7 @@ timeout and every write are never retried.
 from __future__ import annotations
 
 import email.utils
+import threading
 import time
 from typing import Any, Callable, Mapping, Sequence
 
@@ -18,6 +19,9 @@ from kubectl_dra.decoding import TooDeep, json_value
 from kubectl_dra.errors import ApiError
 
 DEFAULT_TIMEOUT = (10.0, 60.0)
+DEFAULT_BUDGET = 120.0
+"""Seconds a request may take with all its retries, waits and its answer's last byte when
+--request-timeout is not given (0 means no bound, as in kubectl)."""
 """(connect, read) seconds when the user did not pass ``--request-timeout``."""
 
 RETRY_STATUSES = (429, 500, 502, 503, 504)
@@ -70,7 +74,8 @@ class Session:
         configuration.retries = Retry(total=0, connect=0, read=0, status=0, redirect=0, raise_on_status=False)
         self.configuration = configuration
         self.api_client = ApiClient(configuration)
-        self.budget = request_timeout or None  # seconds for a request and all its retries; None: no bound
+        # seconds for a request, its retries and its whole answer; None: no bound (--request-timeout 0)
+        self.budget = DEFAULT_BUDGET if request_timeout is None else (request_timeout or None)
         # unset: the default per attempt; 0: no timeout at all (kubectl's --request-timeout=0)
         self.timeout = DEFAULT_TIMEOUT if request_timeout is None else (request_timeout or None)
         self.headers = dict(headers or {})
@@ -119,11 +124,13 @@ class Session:
         deadline = self.clock() + self.budget if self.budget else None
         retries = {"status": 0, "connect": 0}
         while True:
-            timeout = self.timeout if deadline is None else max(0.001, deadline - self.clock())
+            left = None if deadline is None else max(0.001, deadline - self.clock())
+            timeout = self.timeout if left is None else (
+                (min(self.timeout[0], left), min(self.timeout[1], left)) if isinstance(self.timeout, tuple) else left)
             try:
                 response = self.api_client.call_api(method, url, header_params=header_params, body=serialized,
                                                     _request_timeout=timeout)
-                data = response.read()
+                data = self._read(response, deadline, method, path)
             except urllib3.exceptions.MaxRetryError as exc:
                 reason: object = exc.reason
             except (urllib3.exceptions.HTTPError, OSError) as exc:
@@ -160,6 +167,35 @@ class Session:
                 if retries["status"] else ""
             raise ApiError(f"{status_message(response.status, data, response.reason)} (HTTP {response.status} "
                            f"{response.reason or ''}".rstrip() + f" from {method} {url}{tries})", status=response.status)
+        return data
+
+    def _read(self, response, deadline: float | None, method: str, path: str) -> bytes:
+        """The whole answer, within the deadline: a server that sends its headers and then a byte
+        every half second keeps every socket read short, so the socket's timeout never fires; a
+        timer shuts the connection down at the deadline instead."""
+        raw = getattr(response, "response", None)
+        if deadline is None or raw is None or not hasattr(raw, "shutdown"):
+            return response.read()
+        fired = threading.Event()
+
+        def stop() -> None:
+            fired.set()
+            raw.shutdown()
+
+        timer = threading.Timer(max(0.0, deadline - self.clock()), stop)
+        timer.daemon = True
+        timer.start()
+        try:
+            data = response.read()
+        except Exception:
+            if not fired.is_set():
+                raise
+            data = b""
+        finally:
+            timer.cancel()
+        if fired.is_set():
+            raise ApiError(f"the API server at {self.server} did not finish its answer to {method} {path} within "
+                           f"the request timeout ({self.budget:g}s; --request-timeout sets it)")
         return data
 
     def _wait(self, seconds: float, deadline: float | None) -> bool:

@@ -38,15 +38,17 @@ import copy
 import logging
 import os
 import re
+import threading
 import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 import yaml
 
 from kubectl_dra.decoding import TooDeep, yaml_document
 from kubectl_dra.errors import ConfigError
+from kubectl_dra.kube.client import DEFAULT_BUDGET
 from kubectl_dra.files import FileReadError, check_file, read_bytes, read_text
 from kubectl_dra.kube.options import ConfigFlags
 
@@ -402,6 +404,36 @@ def _override_user(user: dict, flags: ConfigFlags) -> None:
         user["client-key"] = os.path.abspath(flags.client_key)
 
 
+def _budget(timeout: float | None) -> float | None:
+    """The bound on getting credentials: --request-timeout (0: none), else the client's default."""
+    return DEFAULT_BUDGET if timeout is None else (timeout or None)
+
+
+def _within(load: Callable[[], None], seconds: float | None, user: dict, where: str) -> None:
+    """Run the loader (which runs an exec credential plugin, if the user has one) within the
+    request timeout: a plugin that hangs must not hold the command past it. The plugin's process
+    is left to finish on its own (the loader keeps no handle to it)."""
+    if seconds is None or not user.get("exec"):
+        load()
+        return
+    failure: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            load()
+        except BaseException as exc:  # noqa: BLE001 - handed back to the caller's thread
+            failure.append(exc)
+
+    worker = threading.Thread(target=run, name="exec-credential", daemon=True)
+    worker.start()
+    worker.join(seconds)
+    if worker.is_alive():
+        raise ConfigError(f'{where}: the exec credential plugin {user["exec"].get("command", "?")} did not answer '
+                          f"within the request timeout ({seconds:g}s; --request-timeout sets it)")
+    if failure:
+        raise failure[0]
+
+
 def _normalize_server(server: str) -> str:
     # client-go DefaultServerURL: a host without a scheme becomes http:// (TLS settings are not
     # consulted at that point in kubectl, so it is plain http there too).
@@ -448,7 +480,8 @@ def _client_logged_errors() -> Iterator[list[str]]:
         root.removeHandler(guard)
 
 
-def _configuration_from_kubeconfig(cluster: dict, user: dict, user_name: str | None, where: str):
+def _configuration_from_kubeconfig(cluster: dict, user: dict, user_name: str | None, where: str,
+                                   timeout: float | None = None):
     # start-up: offline
     from kubernetes.client import Configuration
     from kubernetes.config.config_exception import ConfigException
@@ -490,7 +523,7 @@ def _configuration_from_kubeconfig(cluster: dict, user: dict, user_name: str | N
     try:
         with _client_logged_errors() as errors:
             loader = KubeConfigLoader(config_dict=doc, active_context=_EFFECTIVE)
-            loader.load_and_set(configuration)
+            _within(lambda: loader.load_and_set(configuration), _budget(timeout), user, where)
     except ConfigException as exc:
         raise ConfigError(f"{where}: {_one_line(exc)}") from None
     except (OSError, ValueError, TypeError, KeyError) as exc:
@@ -662,7 +695,7 @@ def load_client_config(flags: ConfigFlags, environ: Mapping[str, str] = os.envir
     if flags.server:
         parts.append(f"--server {flags.server}")
     source = ", ".join(parts)
-    configuration = _configuration_from_kubeconfig(cluster, user, user_name, source)
+    configuration = _configuration_from_kubeconfig(cluster, user, user_name, source, timeout)
     namespace = (flags.namespace or context.get("namespace")
                  or (_in_cluster_namespace(environ, sa_dir)
                      if _in_cluster_possible(environ, sa_dir) else None)
