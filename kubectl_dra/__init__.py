@@ -1,3 +1,3 @@
 """kubectl-dra: make Kubernetes Dynamic Resource Allocation debuggable."""
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
