@@ -12,7 +12,7 @@ import socket
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from kubectl_dra.errors import NotFoundError
+from kubectl_dra.errors import ApiError, NotFoundError
 from kubectl_dra.kube.reads import ReadRequest
 from kubectl_dra.model.claim import ResourceClaim
 from kubectl_dra.model.inventory import Inventory
@@ -112,6 +112,12 @@ class NodeScan:
         """Read the node and judge it. API failures raise (DRAError); a node name that is no Node
         raises NotFoundError; what the host does not give is in ``problems``, never a verdict."""
         inventory = self.inventory = self.source.read(node_requests(self.node))
+        if "Pod" not in inventory.read_kinds:
+            # Not read is never "none": without the node's pods every claim the kubelet holds would
+            # look prepared for a gone pod. A freshly restarted API server answers 403 until its
+            # authorizer has synced (seen on the real one); the scan fails and the last report stays.
+            why = next((p.message for p in inventory.problems if p.kind == "Pod"), "the list did not succeed")
+            raise ApiError(f"cannot read the pods of node {self.node}: {why} (nothing is concluded without them)")
         check_node(inventory, self.node, self.name_source, self.source.description)
         kubelet = read_kubelet_state(self.host.kubelet_root)
         state = read_node_dra(self.host.kubelet_root, self.host.cdi_dirs, list_pod_resources=self.list_pod_resources)

@@ -117,6 +117,23 @@ def test_a_lost_watch_is_listed_again_and_a_failed_list_keeps_the_last_report(no
     assert until(lambda: node.agent.source.open_watches() == 3)
 
 
+def test_pods_the_server_refuses_fail_the_scan_and_are_never_taken_as_gone(node):
+    """A restarted API server answers 403 until its authorizer has synced (seen on the real one, in
+    tests/node: the agent then published PreparedForGonePod for every claim of the node). Pods not
+    read are not "no pods": the scan fails, the last report stays, no finding is drawn."""
+    good = node.agent.scan_once()
+    assert until(lambda: node.agent.source.open_watches() == 3)
+    node.server.fail(403, resource="pods")
+    node.server.drop_watches()
+    assert until(lambda: node.agent.source.open_watches() < 3)
+    with pytest.raises(ApiError, match="cannot read the pods of node"):
+        node.agent.scan_once()
+    assert node.agent.report is good
+    assert not [c for c in good.status.claims if any(f.code == "PreparedForGonePod" for f in c.findings)]
+    node.server.clear_failures()
+    assert node.agent.scan_once().status.summary == good.status.summary
+
+
 def test_an_expired_resource_version_lists_again_and_keeps_what_changed(node):
     node.agent.scan_once()
     assert until(lambda: node.agent.source.open_watches() == 3)
