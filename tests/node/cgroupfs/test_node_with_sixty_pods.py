@@ -1,8 +1,9 @@
 """The agent on a full node: 60 pods (the matrix's, the agent's, 47 more) and every node source
 read each scan (the node-dra-state overlay: the checkpoints, CDI specs, PodResources over gRPC; and
 the network check), as most nodes run it. Its memory.peak from its cgroup; its CPU to the first
-report after a restart and per scan from its own metrics; each bounded a third above what was
-measured here, so that a regression of a third fails.
+report after a restart and per scan from its own metrics. Memory and the first report are bounded
+a third above what was measured here, so that a regression of a third fails; CPU per scan is only
+printed (see BOUNDS).
 
 The 47 pods are left on the node: nothing after this needs it empty, and tearing them down costs the
 kubelet a minute under emulation (the package's VM is stopped after its last test anyway).
@@ -30,9 +31,12 @@ FILLERS = "fillers"
 # emulation the wall time to a Ready pod is mostly the kubelet's and containerd's, and varied 1.7x
 # between runs here while the agent's own CPU did not.
 REFERENCE = "import time; t = time.process_time(); sum(i * i for i in range(300_000)); print(time.process_time() - t)"
-MEASURED = {"memory.peak MiB": 59.2, "CPU per scan / reference": 0.63,
-            "CPU to the first report / reference": 71.1}
+MEASURED = {"memory.peak MiB": 59.2, "CPU to the first report / reference": 71.1}
 BOUNDS = {what: value * 4 / 3 for what, value in MEASURED.items()}
+# CPU per scan is measured and printed, not bounded: on the same code it read 0.22, 0.25 and 0.39 s
+# (ratio 0.36 to 0.97) in four runs, since every read of /metrics by this test costs the agent CPU
+# too and how many fit in a scan depends on the host's load; a bound a third above one run would
+# fail at random. Memory (59-63 MiB) and the CPU to the first report (ratio 55-71) held.
 
 
 def filler(i: int) -> dict:
@@ -94,5 +98,5 @@ def test_sixty_pods_first_scan_memory_and_cpu_with_every_source(deployed, agent_
                                   "60 pods: DaemonSet pod back to Ready (s)": ready})
     assert int(files["memory.max"]) == 128 * MI  # the manifest's limit, as the kubelet wrote it
     assert "oom_kill 0" in files["memory.events"]
-    assert {k: round(v, 2) for k, v in measured.items() if v > BOUNDS[k]} == {}, (measured, BOUNDS)
+    assert {k: round(v, 2) for k, v in measured.items() if k in BOUNDS and v > BOUNDS[k]} == {}, (measured, BOUNDS)
     assert restart_count(agent.pod()) == 0
