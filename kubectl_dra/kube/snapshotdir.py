@@ -26,11 +26,10 @@ from pathlib import Path
 import yaml
 
 from kubectl_dra.errors import InputError
-from kubectl_dra.kube.snapshot import MARKER, file_name
+from kubectl_dra.kube.snapshot import MARKER, file_name, snapshot_about
 from kubectl_dra.model.base import KubeObject
 from kubectl_dra.model.registry import models
 
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
@@ -171,12 +170,8 @@ class SnapshotTarget:
         """What in DIR is not part of an earlier snapshot of ours, in words; None if nothing."""
         if MARKER not in entries:
             return f"no snapshot ({MARKER} is missing)"
-        try:
-            with open(self.directory / MARKER, encoding="utf-8") as f:
-                marker = yaml.load(f.read(1 << 20), Loader=_Loader)
-        except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError):
-            marker = None
-        listed = listed_files(marker) if isinstance(marker, dict) else None
+        marker, _ = snapshot_about(self.directory)  # the reader's own check: bounded, no FIFO, depth-bounded
+        listed = listed_files(marker) if marker is not None else None
         if listed is None:
             return f"a {MARKER} that does not say which files it wrote"
         extra = sorted(e for e in entries - listed - {MARKER})
