@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import re
-from fractions import Fraction
 from typing import Literal
 
 from pydantic import Field
 
 from kubectl_dra.document import Part
+from kubectl_dra.duration import parse_ns
 from kubectl_dra.errors import InputError
 from kubectl_dra.quantity import Quantity
 
@@ -52,25 +52,15 @@ class NodeOptions(Part):
         return self.runtime == "containerd"
 
 
-_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
-_UNITS_NS = {"ns": 1, "us": 1000, "µs": 1000, "μs": 1000, "ms": 1_000_000, "s": 10**9, "m": 60 * 10**9,
-             "h": 3600 * 10**9}
 
 
 def parse_period(text: str) -> int:
     """``--cpu-cfs-period``: a Go duration (100ms, 5ms, 100000us, 1h30m, 0) -> microseconds, within
     the kubelet's range for cpuCFSQuotaPeriod (1ms to 1s, inclusive)."""
-    body = text.strip()
-    total = Fraction(0)
-    if body != "0":
-        position = 0
-        for match in _DURATION_PART.finditer(body):
-            if match.start() != position:
-                break
-            total += Fraction(match.group(1)) * _UNITS_NS[match.group(2)]
-            position = match.end()
-        if position != len(body) or not body:
-            raise InputError(f'"{text}": not a duration: use one such as 100ms or 5ms')
+    try:
+        total = parse_ns(text.strip())
+    except ValueError:
+        raise InputError(f'"{text}": not a duration: use one such as 100ms or 5ms') from None
     if not 1_000_000 <= total <= 1_000_000_000:
         raise InputError(f'"{text}": out of range: the kubelet takes a CFS period from 1ms to 1s, inclusive')
     if total % 1000:

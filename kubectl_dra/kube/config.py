@@ -47,6 +47,7 @@ from typing import Any, Callable, Iterator, Mapping
 import yaml
 
 from kubectl_dra.decoding import TooDeep, yaml_document
+from kubectl_dra.duration import parse_ns
 from kubectl_dra.errors import ConfigError
 from kubectl_dra.kube.client import DEFAULT_BUDGET
 from kubectl_dra.files import FileReadError, check_file, read_bytes, read_text
@@ -103,12 +104,7 @@ class Kubeconfig:
 
 # --------------------------------------------------------------------------- --request-timeout
 
-_DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "\u00b5s": 1e-6, "\u03bcs": 1e-6, "ms": 1e-3,
-                   "s": 1.0, "m": 60.0, "h": 3600.0}
-_DURATION = re.compile(r"(?:(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:ns|us|\u00b5s|\u03bcs|ms|s|m|h))+")
-_SEGMENT = re.compile(r"([0-9]*)(?:\.([0-9]*))?(ns|us|\u00b5s|\u03bcs|ms|s|m|h)")
 _INT = re.compile(r"[+-]?[0-9]+")
-_MAX_SECONDS = (2**63 - 1) / 1e9  # Go's time.Duration limit
 _TIMEOUT_HINT = "use whole seconds or a number with a unit, e.g. 0 (no timeout), 30, 1s, 2m, 1m30s, 500ms"
 
 
@@ -124,24 +120,14 @@ def parse_duration(text: str) -> float:
         value = int(text)
         if value >= 0 and value <= 2**63 - 1:
             return float(value)
-    sign = 1.0
-    body = text
-    if body[:1] in ("+", "-"):
-        sign = -1.0 if body[0] == "-" else 1.0
-        body = body[1:]
-    if body == "0":
-        return 0.0
-    if not _DURATION.fullmatch(body):
-        raise ConfigError(f'invalid --request-timeout "{text}": {_TIMEOUT_HINT}')
-    seconds = 0.0
-    for whole, frac, unit in _SEGMENT.findall(body):
-        number = float(f"{whole or '0'}.{frac or '0'}")
-        seconds += number * _DURATION_UNITS[unit]
-    if seconds > _MAX_SECONDS:
-        raise ConfigError(f'invalid --request-timeout "{text}": too long')
-    if sign < 0 and seconds > 0:
+    try:
+        nanoseconds = parse_ns(text)
+    except ValueError as exc:
+        raise ConfigError(f'invalid --request-timeout "{text}": ' + ("too long" if str(exc) == "too long"
+                                                                     else _TIMEOUT_HINT)) from None
+    if nanoseconds < 0:
         raise ConfigError(f'invalid --request-timeout "{text}": a timeout cannot be negative')
-    return seconds
+    return float(nanoseconds / 10**9)
 
 
 # --------------------------------------------------------------------------- reading kubeconfig
