@@ -16,10 +16,12 @@ Besides the decision, every request gets its candidates and each rejected device
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from fractions import Fraction
 
 from kubectl_dra.allocation.cel import CELBeyondEvaluator, CELError, compile_selector, evaluate, quantity_value, semver_value
+from kubectl_dra.allocation.bound import SURE, SearchBound, timeout_words
 from kubectl_dra.allocation.gather import Gathered, Pool, node_matches
 from kubectl_dra.allocation.state import AllocatedState
 from kubectl_dra.model.node import Node
@@ -47,6 +49,20 @@ class AllocationError(Exception):
 
 class _MaxSize(Exception):
     pass
+
+
+class _Stopped(Exception):
+    """The search reached its deadline (bound.py); ``cut``: one shortened by the command's total."""
+
+    def __init__(self, cut: bool):
+        super().__init__("stopped")
+        self.cut = cut
+
+
+# refusals that do not depend on what the search has taken: a device refused so is skipped for
+# that request for the rest of the search (upstream caches the selector part, deviceMatchesRequest)
+_STATIC = frozenset({"BindingConditions", "DeviceClassSelector", "RequestSelector", "NodeSelection", "Taint"})
+_TICK = 255  # the deadline is read every 256 steps
 
 
 @dataclass(slots=True)
@@ -84,6 +100,11 @@ class NodeOutcome:
     requests: list[RequestDiagnosis] = field(default_factory=list)
     error: str | None = None  # the scheduler's Error for this node, when there is one
     undetermined: str | None = None  # this tool cannot tell (and says why); never a verdict
+    proof: str | None = None  # infeasible without the search: a request has fewer candidates than it needs
+    timeout: str | None = None  # the scheduler's words should its search run past filterTimeout here
+    timing: str | None = None  # how the search's length bears on the scheduler's answer, for a person
+    steps: int = 0  # search steps (allocateOne calls upstream), and the seconds they took here
+    seconds: float = 0.0
 
 
 def _domain_maps(device: Device, driver: str) -> tuple[dict, dict]:
@@ -159,6 +180,25 @@ def _unreadable_request(claims: list[ResourceClaim], classes: dict[str, DeviceCl
                 klass = classes.get(spec.device_class_name)
                 if klass is not None and klass.invalid_fields and (paths := klass.invalid_under("spec.selectors")):
                     return f"DeviceClass {klass.name}: {paths[0]} did not validate"
+    return None
+
+
+def _proof(requests: list[list[list[_Request]]], diagnoses: list[RequestDiagnosis]) -> str | None:
+    """Why no allocation exists on the node without searching, or None: a request (every
+    alternative of a ``firstAvailable`` one) with fewer candidates than devices it needs. Sound
+    because the search only ever refuses more devices than a fresh attempt does, and takes a
+    device at most once per request. Not given when a device's check failed or cannot be
+    evaluated: the scheduler's search may stop at that device with an Error first."""
+    if any(x.reason == "Undetermined" or x.message.startswith("failed: ") for d in diagnoses for x in d.rejected):
+        return None
+    found = iter(diagnoses)
+    for per_claim in requests:
+        for alternatives in per_claim:
+            mine = [next(found) for _ in alternatives]
+            if all(not r.all_mode and len(d.candidates) < r.count for r, d in zip(alternatives, mine)):
+                shown = "; ".join(f"request {d.request} of {d.claim} needs {r.count}, {len(d.candidates)} "
+                                  f"qualif{'ies' if len(d.candidates) == 1 else 'y'}" for r, d in zip(alternatives, mine))
+                return shown if len(mine) == 1 else f"no subrequest can be met ({shown})"
     return None
 
 
@@ -245,8 +285,10 @@ class Allocator:
     """One pod's (or one claim's) allocation problem over the cluster's slices."""
 
     def __init__(self, claims: list[ResourceClaim], classes: dict[str, DeviceClass], state: AllocatedState,
-                 features: frozenset[str] = DEFAULT_FEATURES, rule_taints: RuleTaints | None = None):
+                 features: frozenset[str] = DEFAULT_FEATURES, rule_taints: RuleTaints | None = None,
+                 bound: SearchBound | None = None):
         self.features = features
+        self.bound = bound or SearchBound()
         self.rule_taints = rule_taints or RuleTaints()  # what DeviceTaintRules do to new allocations
         self.claims = claims
         self.classes = classes
@@ -616,7 +658,8 @@ class Allocator:
                 raise Undetermined(unreadable)
             requests = self._requests(gathered.pools, node)
             outcome.requests = self._diagnose(requests, gathered, node)
-            picks = _Search(self, requests, gathered.pools, node).run()
+            outcome.proof = _proof(requests, outcome.requests)
+            picks = self._search(_Search(self, requests, gathered.pools, node), outcome)
         except Undetermined as exc:
             outcome.undetermined = str(exc)
             return outcome
@@ -625,6 +668,9 @@ class Allocator:
             if not outcome.requests:
                 outcome.requests = self._safe_diagnose(gathered, node)
             return outcome
+        except _Stopped as stop:
+            self._stopped(outcome, stop.cut)
+            return outcome
         if picks is None:
             if any(p.invalid for p in gathered.pools):
                 outcome.error = "invalid resource pools were encountered"
@@ -632,6 +678,46 @@ class Allocator:
         outcome.feasible = True
         outcome.results = picks
         return outcome
+
+    def _search(self, search: _Search, outcome: NodeOutcome) -> list[Pick] | None:
+        """The search, within this node's share of the bound; how long it took is kept, and when
+        that came near the scheduler's filterTimeout, what the scheduler may say instead."""
+        search.deadline, search.cut = self.bound.deadline()
+        began = time.monotonic()
+        try:
+            picks = search.run()
+        finally:
+            outcome.seconds = time.monotonic() - began
+            outcome.steps = search.steps
+            self.bound.spend(outcome.seconds)
+        limit = self.bound.filter_timeout
+        if limit > 0 and outcome.seconds > SURE * limit:
+            outcome.timeout = timeout_words(outcome.node)
+            outcome.timing = (f"the search took {outcome.seconds:.2f}s here ({outcome.steps:,} steps), more than a "
+                              f"quarter of the scheduler's bound ({self.bound.source}): the scheduler may stop first "
+                              f"and fail with \"{outcome.timeout}\"")
+        return picks
+
+    def _stopped(self, outcome: NodeOutcome, cut: bool) -> None:
+        """The search was stopped: the node's answer is the proof's when there is one, else unknown;
+        what the scheduler reports depends on whether its own search ends within filterTimeout."""
+        bound = self.bound
+        if cut:
+            why = (f"kubectl-dra stopped the search after {outcome.steps:,} steps: this command's searches used up "
+                   f"their {bound.total:g}s")
+        elif bound.filter_timeout > 0:
+            why = (f"stopped after {bound.per_node:g}s ({bound.source}) and {outcome.steps:,} steps, as the "
+                   "scheduler stops its own search")
+        else:
+            why = (f"kubectl-dra stopped the search after {bound.per_node:g}s and {outcome.steps:,} steps; this "
+                   f"scheduler has no filterTimeout ({bound.source}) and searches on")
+        if bound.filter_timeout > 0:
+            outcome.timeout = timeout_words(outcome.node)
+            why += (f": the scheduler then fails the pod's scheduling attempt with \"{outcome.timeout}\", unless its "
+                    "own (faster) search ends first; which one is not known")
+        outcome.timing = why
+        if outcome.proof is None:
+            outcome.undetermined = f"{why}; whether the claims can be allocated on this node is not known"
 
     def _safe_diagnose(self, gathered: Gathered, node: Node) -> list[RequestDiagnosis]:
         try:
@@ -713,45 +799,50 @@ class _Slot:
         return _Slot(self.claim, self.request, self.subrequest, self.device + 1)
 
 
-@dataclass(frozen=True, slots=True)
-class _Location:
-    """Where in the node's pools the next device of the same request is looked for: after the last
-    one taken, so a request only tries its devices in one order."""
-    pool: int = 0
-    slice: int = 0
-    device: int = 0
-
-
 class _Search:
     """``allocateOne``: a depth-first search over every claim's requests; what it has taken so far
-    lives in ``attempt`` and ``picks`` and is given back on the way up."""
+    lives in ``attempt`` and ``picks`` and is given back on the way up. The node's devices are one
+    list in pool, slice, device order (``flat``); a request resumes after its last device taken."""
 
     def __init__(self, allocator: Allocator, requests: list[list[list[_Request]]], pools: list[Pool], node: Node):
         self.allocator = allocator
         self.requests = requests  # per claim, per request, its alternatives
-        self.pools = pools
         self.node = node
+        self.flat = [(pool, rs, device) for pool in pools if not (pool.incomplete or pool.invalid)
+                     for rs in pool.slices for device in rs.spec.devices]
+        self.skip: dict[int, bytearray] = {}  # per request (id): devices refused for good (_STATIC)
         self.attempt = _Attempt()
         self.picks: list[list[Pick]] = [[] for _ in allocator.claims]  # per claim, what it has taken
         self.constraints = [allocator._constraints(claim) for claim in allocator.claims]  # per claim
+        self.steps = 0  # fill calls: upstream's allocateOne invocations
+        self.ticks = 0
+        self.deadline: float | None = None
+        self.cut = False
 
     def run(self) -> list[Pick] | None:
-        """The first complete solution, or None."""
+        """The first complete solution, or None; raises _Stopped at the deadline."""
         try:
-            found = self.fill(_Slot(0), within_subrequest=False, resume=_Location())
+            found = self.fill(_Slot(0), within_subrequest=False, resume=0)
         except _MaxSize:
             found = False
         if not found:
             return None
         return [pick for per_claim in self.picks for pick in per_claim]
 
-    def fill(self, slot: _Slot, within_subrequest: bool, resume: _Location) -> bool:
+    def tick(self) -> None:
+        self.ticks += 1
+        if not self.ticks & _TICK and self.deadline is not None and time.monotonic() > self.deadline:
+            raise _Stopped(self.cut)
+
+    def fill(self, slot: _Slot, within_subrequest: bool, resume: int) -> bool:
         """Fill ``slot`` and everything after it; raises _MaxSize when too many devices are asked."""
+        self.steps += 1
+        self.tick()
         if slot.claim >= len(self.requests):
             return True
         if slot.request >= len(self.requests[slot.claim]):
             try:
-                return self.fill(_Slot(slot.claim + 1), False, _Location())
+                return self.fill(_Slot(slot.claim + 1), False, 0)
             except _MaxSize:  # another choice in an earlier claim may ask for fewer devices here
                 return False
         alternatives = self.requests[slot.claim][slot.request]
@@ -761,7 +852,7 @@ class _Search:
         if request.all_mode and not request.all_devices:
             return False
         if slot.device >= request.count:
-            return self.fill(_Slot(slot.claim, slot.request + 1), False, _Location())
+            return self.fill(_Slot(slot.claim, slot.request + 1), False, 0)
         if request.count - slot.device > MAX_RESULTS - len(self.picks[slot.claim]):
             raise _MaxSize()
         if request.all_mode:
@@ -773,7 +864,7 @@ class _Search:
         all_too_many = True
         for subrequest in range(count):
             try:
-                if self.fill(_Slot(slot.claim, slot.request, subrequest, slot.device), True, _Location()):
+                if self.fill(_Slot(slot.claim, slot.request, subrequest, slot.device), True, 0):
                     return True
                 all_too_many = False
             except _MaxSize:
@@ -788,28 +879,24 @@ class _Search:
         undo = self.take(request, pool, rs, device, must=True)
         if undo is None:
             return False
-        return self.continue_or_undo(undo, slot.next_device(),
-                                     within_subrequest, _Location())
+        return self.continue_or_undo(undo, slot.next_device(), within_subrequest, 0)
 
-    def fill_from_pools(self, slot: _Slot, request: _Request, within_subrequest: bool, resume: _Location) -> bool:
+    def fill_from_pools(self, slot: _Slot, request: _Request, within_subrequest: bool, resume: int) -> bool:
         """Devices in pool, slice, device order from ``resume``; each one taken is tried to the end."""
-        for p in range(resume.pool, len(self.pools)):
-            pool = self.pools[p]
-            if pool.incomplete or pool.invalid:
-                continue
-            for s in range(resume.slice if p == resume.pool else 0, len(pool.slices)):
-                rs = pool.slices[s]
-                first = resume.device if (p, s) == (resume.pool, resume.slice) else 0
-                for d in range(first, len(rs.spec.devices)):
-                    undo = self.take(request, pool, rs, rs.spec.devices[d], must=False)
-                    if undo is None:
-                        continue
-                    if self.continue_or_undo(undo, slot.next_device(),
-                                             within_subrequest, _Location(p, s, d + 1)):
-                        return True
+        skip = self.skip.get(id(request))
+        if skip is None:
+            skip = self.skip[id(request)] = bytearray(len(self.flat))
+        flat = self.flat
+        index = skip.find(0, resume)  # the next device not refused for good, found in C
+        while index >= 0:
+            pool, rs, device = flat[index]
+            undo = self.take(request, pool, rs, device, must=False, skip=skip, index=index)
+            if undo is not None and self.continue_or_undo(undo, slot.next_device(), within_subrequest, index + 1):
+                return True
+            index = skip.find(0, index + 1)
         return False
 
-    def continue_or_undo(self, undo, slot: _Slot, within_subrequest: bool, resume: _Location) -> bool:
+    def continue_or_undo(self, undo, slot: _Slot, within_subrequest: bool, resume: int) -> bool:
         """Go on after taking a device; give it back unless that led to a solution (or on an error)."""
         try:
             done = self.fill(slot, within_subrequest, resume)
@@ -820,13 +907,21 @@ class _Search:
             undo()
         return done
 
-    def take(self, request: _Request, pool: Pool, rs: ResourceSlice, device: Device, must: bool):
+    def take(self, request: _Request, pool: Pool, rs: ResourceSlice, device: Device, must: bool,
+             skip: bytearray | None = None, index: int = 0):
         """``allocateDevice``: the device's checks, then its claim's constraints (a broken one is an
-        error for ``must``, an ``All`` request); an undo function, or None when it cannot be taken."""
+        error for ``must``, an ``All`` request); an undo function, or None when it cannot be taken.
+        A refusal that cannot change during the search marks the device in ``skip``."""
+        self.tick()
         allocator, attempt = self.allocator, self.attempt
-        if allocator._refusal(request, pool, rs, device, self.node, attempt, preselected=must) is not None:
-            return None
         key = (pool.driver, pool.name, device.name)
+        refusal = allocator._refusal(request, pool, rs, device, self.node, attempt, preselected=must)
+        if refusal is not None:
+            if skip is not None and (refusal[0] in _STATIC or (refusal[0] == "AlreadyAllocated" and not
+                                                               request.spec.admin_access and
+                                                               key in allocator.state.exclusive)):
+                skip[index] = 1
+            return None
         multi = allocator._multi(device)
         steps: list = []  # how to take back what was taken so far, in order
 

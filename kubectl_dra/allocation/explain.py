@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 from kubectl_dra.allocation.allocator import AllocatedState, Allocator, NodeOutcome
+from kubectl_dra.allocation.bound import SearchBound
 from kubectl_dra.allocation.gather import gather
 from kubectl_dra.allocation.document import Allocation, NodeAllocation, RejectedDevice, RequestView, ResultView
 from kubectl_dra.document import Finding
@@ -92,10 +93,11 @@ def not_on_node(claim: ResourceClaim, node: Node) -> bool:
 
 def explain_allocation(claims: list[ResourceClaim], inventory: Inventory, *, allocated: list[ResourceClaim] = (),
                        only_node: str | None = None, keep_infeasible: int = 8,
-                       state: AllocatedState | None = None) -> Allocation:
+                       state: AllocatedState | None = None, bound: SearchBound | None = None) -> Allocation:
     """Allocate ``claims`` together on every node (or ``only_node``), as the scheduler's Filter
     would; ``allocated``: the pod's claims that already have an allocation (the node must be theirs);
-    ``state``: what every claim holds, when the claims are not in ``inventory`` (a streamed list)."""
+    ``state``: what every claim holds, when the claims are not in ``inventory`` (a streamed list);
+    ``bound``: how long each node's search may run (the scheduler's filterTimeout by default)."""
     classes = {c.name: c for c in inventory.all(DeviceClass)}
     skip = {c.uid for c in claims}
     state = state or AllocatedState.of(inventory.all(ResourceClaim), skip)
@@ -103,7 +105,7 @@ def explain_allocation(claims: list[ResourceClaim], inventory: Inventory, *, all
     nodes = sorted(inventory.all(Node), key=lambda n: n.name)
     if only_node is not None:
         nodes = [n for n in nodes if n.name == only_node]
-    allocator = Allocator(claims, classes, state, rule_taints=rule_taints(inventory))
+    allocator = Allocator(claims, classes, state, rule_taints=rule_taints(inventory), bound=bound)
     views: list[NodeAllocation] = []
     for node in nodes:
         elsewhere = [c for c in allocated if not_on_node(c, node)]
@@ -130,7 +132,7 @@ def explain_allocation(claims: list[ResourceClaim], inventory: Inventory, *, all
 def node_allocation(outcome: NodeOutcome) -> NodeAllocation:
     """The allocator's outcome on one node as the document shows it, with the one-line reason it fails."""
     view = NodeAllocation(node=outcome.node, feasible=outcome.feasible, error=outcome.error,
-                          undetermined=outcome.undetermined)
+                          undetermined=outcome.undetermined, timeout=outcome.timeout, timing=outcome.timing)
     view.results = [ResultView(claim=p.claim, request=p.request, driver=p.driver, pool=p.pool, device=p.device)
                     for p in outcome.results]
     view.requests = [RequestView(claim=r.claim, request=r.request, wanted=r.wanted, candidates=list(r.candidates),
@@ -175,6 +177,13 @@ def allocation_findings(allocation: Allocation, nominated: str | None = None) ->
                                 message=f"on {len(unknown)} node(s) kubectl-dra cannot reproduce the allocation: "
                                         f"{unknown[0].undetermined}; no verdict is given for them"))
         return findings
+    slow = [n for n in allocation.nodes if n.timeout]
+    if slow:
+        findings.append(Finding(code="AllocationSearchSlow", severity="warning",
+                                message=f"on {len(slow)} node(s) the scheduler's allocation search may run past its "
+                                        f"filterTimeout ({slow[0].node}: {slow[0].timing}). Next: fewer devices per "
+                                        "request, narrower selectors or requests that can be met make the search "
+                                        "short; or raise filterTimeout"))
     if allocation.nodes_checked and not allocation.feasible_nodes:
         reasons: dict[str, int] = {}
         for node in allocation.nodes:

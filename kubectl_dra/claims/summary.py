@@ -124,10 +124,12 @@ def add_allocation_findings(result: ClaimList, inventory: Inventory) -> None:
     nominated node cannot) on the pending claims that pods wait for; ``inventory`` holds the nodes,
     slices and classes."""
     # start-up: pending
+    from kubectl_dra.allocation.bound import SearchBound
     from kubectl_dra.allocation.explain import allocation_findings, explain_allocation
 
+    bound = SearchBound()  # one total for every claim of the list
     for item, claim, nominated in result._waiting:
-        allocation = explain_allocation([claim], inventory, state=result._state)
+        allocation = explain_allocation([claim], inventory, state=result._state, bound=bound)
         codes = set()
         for node in nominated or [None]:
             codes |= {f.code for f in allocation_findings(allocation, node)}

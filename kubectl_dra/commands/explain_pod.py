@@ -83,8 +83,10 @@ def _why_pending(opened: Opened, pod: Pod, inventory: Inventory, result: PodExpl
     # start-up: pending - the scheduler's filters and the allocator load only for a pod not bound to a node
     from kubectl_dra.allocation.explain import allocation_findings, explain_allocation, pod_claims, wants_proposals
     from kubectl_dra.scheduling.explain import pod_scheduling
+    from kubectl_dra.scheduling.profile import default_profile
     from kubectl_dra.scheduling.reads import scheduling_reads
 
+    profile = profile or default_profile()
     add_reads(opened, inventory, scheduling_reads(pod))
     inventory.add(pod)  # the pod as fetched first (a later list may hold an older copy)
     result.scheduling, unschedulable = pod_scheduling(pod, inventory, profile, only_node)
@@ -94,7 +96,8 @@ def _why_pending(opened: Opened, pod: Pod, inventory: Inventory, result: PodExpl
     pending, allocated, problems = pod_claims(pod, inventory)
     for problem in problems:
         inventory.problem(problem, kind="ResourceClaim")
-    result.allocation = explain_allocation(pending, inventory, allocated=allocated, only_node=only_node)
+    result.allocation = explain_allocation(pending, inventory, allocated=allocated, only_node=only_node,
+                                           bound=profile.search_bound())
     if wants_proposals(result.allocation, only_node):
         # start-up: pending - Karpenter's overlay evaluation (~45 ms) loads only when no node can take the claims
         from kubectl_dra.allocation.proposals import karpenter_proposals

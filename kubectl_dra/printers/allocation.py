@@ -25,8 +25,15 @@ def allocation_lines(allocation: Allocation | None, style: Style) -> list[str]:
         if node.feasible:
             picks = ", ".join(f"{r.driver}/{r.pool}/{r.device} ({r.request})" for r in node.results) or "nothing to allocate"
             lines.append(f"  {node.node}  {style('feasible', 'green')}: would pick {picks}")
+            if node.timing:
+                lines.append(style(f"    search: {node.timing}", "yellow"))
             continue
-        lines.append(f"  {node.node}  {style('NOT feasible', 'red')}: {node.message or ''}".rstrip())
+        if node.undetermined:
+            lines.append(f"  {node.node}  {style('cannot tell', 'yellow')}: {node.undetermined}")
+        else:
+            lines.append(f"  {node.node}  {style('NOT feasible', 'red')}: {node.message or ''}".rstrip())
+            if node.timing:
+                lines.append(style(f"    search: {node.timing}", "yellow"))
         for request in node.requests:
             lines.append(f"    {request.claim} {request.request} (wants {request.wanted}): "
                          f"{plural(len(request.candidates), 'candidate')}"

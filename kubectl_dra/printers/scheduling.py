@@ -55,6 +55,8 @@ def scheduling_lines(scheduling: Scheduling | None, style: Style) -> list[str]:
     else:
         lines.append(f"  scheduler: {style('fits', 'green')} on {', '.join(scheduling.feasible_nodes[:5])}"
                      + (f" +{len(scheduling.feasible_nodes) - 5} more" if len(scheduling.feasible_nodes) > 5 else ""))
+    if scheduling.possible_error:
+        lines.append("  scheduler: " + style(f"may fail with an error instead: {scheduling.possible_error}", "yellow"))
     if scheduling.recorded and scheduling.recorded.split(" preemption:")[0] != scheduling.message:
         lines.append(style(f"  last written on the pod: {scheduling.recorded}", "dim"))
     if scheduling.nominated_node:

@@ -50,6 +50,7 @@ class Attempt:
     pre_filter: Status | None = None  # a PreFilter rejection or error (then no node was filtered)
     error: str | None = None  # the scheduler fails with an error instead of a FitError
     undetermined: list[Status] = field(default_factory=list)  # PreFilter-level "cannot tell"
+    possible_error: str | None = None  # an Error a filter this tool cannot decide may return instead
 
 
 def run(cycle: Cycle, plugins: list[Plugin]) -> Attempt:
@@ -77,10 +78,12 @@ def run(cycle: Cycle, plugins: list[Plugin]) -> Attempt:
     errors = [v.status for v in verdicts if v.status.code == ERROR]
     if errors:
         return Attempt(message=None, nodes=verdicts, error=errors[0].message, undetermined=undetermined)
-    if any(v.fits for v in verdicts):
+    possible = next((f'running "{u.plugin}" filter plugin: {u.possible_error}' for v in verdicts
+                     for u in v.undetermined if u.possible_error), None)
+    if any(v.fits for v in verdicts) and possible is None:
         return Attempt(message=None, nodes=verdicts, undetermined=undetermined)
-    if undetermined or any(v.fits is None for v in verdicts):
-        return Attempt(message=None, known=False, nodes=verdicts, undetermined=undetermined)
+    if undetermined or possible or any(v.fits is None for v in verdicts):
+        return Attempt(message=None, known=False, nodes=verdicts, undetermined=undetermined, possible_error=possible)
     return Attempt(message=fit_error(len(cycle.nodes), verdicts), nodes=verdicts)
 
 

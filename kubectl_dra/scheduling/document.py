@@ -67,4 +67,5 @@ class Scheduling(Part):
     recorded: str | None = None  # the PodScheduled message the scheduler last wrote on the pod
     waiting: list[NotEvaluated] = Field(default_factory=list)  # why the scheduler does not try the pod yet
     error: str | None = None  # the scheduler would fail with this error instead
+    possible_error: str | None = None  # the scheduler may fail with this error instead (a search's timeout)
     next_step: str | None = None

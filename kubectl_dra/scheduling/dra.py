@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from kubectl_dra.allocatable.entries import compute_entry
 from kubectl_dra.allocatable.requests import aggregate, container_dra, dra_total, is_pod_level_resource, pod_requests
 from kubectl_dra.allocation.allocator import Allocator
+from kubectl_dra.allocation.bound import SearchBound, filter_timeout
 from kubectl_dra.allocation.explain import not_on_node, pod_claims, rule_taints, slice_index
 from kubectl_dra.allocation.gather import gather
 from kubectl_dra.allocation.state import AllocatedState
@@ -91,8 +92,9 @@ class DynamicResources(Plugin):
         if pending:
             skip = {c.uid for c in pending}
             allocated_state = AllocatedState.of(inventory.all(ResourceClaim), skip)
+            bound = cycle.bound or SearchBound(*filter_timeout(cycle.args.get(DynamicResources.NAME) or {}, None))
             state.allocator = Allocator(pending, {c.name: c for c in inventory.all(DeviceClass)}, allocated_state,
-                                        rule_taints=rule_taints(inventory))
+                                        rule_taints=rule_taints(inventory), bound=bound)
             state.index = slice_index(inventory.all(ResourceSlice))
         return PreFilterResult(state=state)
 
@@ -118,6 +120,8 @@ class DynamicResources(Plugin):
             outcome = state.allocator.allocate(node.node, gather(node.node, [*by_node.get(node.name, ()), *shared],
                                                                  by_pool))
             state.outcomes[node.name] = outcome
+            if outcome.undetermined and outcome.timeout:  # stopped at the scheduler's own bound
+                return Status.unknown(outcome.undetermined, possible_error=outcome.timeout)
             if outcome.undetermined:
                 return Status.unknown(f"the allocation of the pod's claims cannot be reproduced: {outcome.undetermined}")
             if outcome.error == INVALID_POOLS:
@@ -125,6 +129,10 @@ class DynamicResources(Plugin):
                                             evidence=[Evidence(reason=INVALID_POOLS, detail=outcome.error)])
             if outcome.error:
                 return Status.error(outcome.error)
+            if outcome.timeout:  # a verdict, but the scheduler may time out before it reaches it
+                verdict = (f"the claims can be allocated here ({len(outcome.results)} device(s))" if outcome.feasible
+                           else f"no allocation of the claims exists here ({_why_not(outcome)})")
+                return Status.unknown(f"{verdict}, but {outcome.timing}", possible_error=outcome.timeout)
             if not outcome.feasible:
                 return Status.unschedulable(CANNOT_ALLOCATE, unresolvable=True, evidence=[Evidence(
                     reason=CANNOT_ALLOCATE, detail=_why_not(outcome))])

@@ -43,7 +43,7 @@ def build_cycle(pod: Pod, inventory: Inventory, profile: Profile) -> Cycle:
     if "Namespace" in inventory.read_kinds:
         namespaces = {ns.name: dict(ns.metadata.labels) for ns in inventory.of_kind("Namespace")}
     return Cycle(pod=PodInfo(pod), nodes=list(nodes.values()), nominated=nominated, inventory=inventory,
-                 args=profile.args, namespaces=namespaces)
+                 args=profile.args, namespaces=namespaces, bound=profile.search_bound())
 
 
 def explain_scheduling(pod: Pod, inventory: Inventory, profile: Profile | None = None) -> Scheduling:
@@ -132,6 +132,7 @@ def _claims_waiting(pod: Pod, inventory: Inventory) -> list[NotEvaluated]:
 def _fill(result: Scheduling, attempt: Attempt) -> None:
     result.nodes_checked = len(attempt.nodes)
     result.error = attempt.error
+    result.possible_error = attempt.possible_error if not attempt.error else None
     result.message = attempt.message if attempt.known and not attempt.error else None
     result.message_known = attempt.known and not attempt.error
     for status in attempt.undetermined:
@@ -179,6 +180,11 @@ _STEPS = {  # plugin -> what to change, for a person
 def next_step(result: Scheduling) -> str | None:
     if result.error:
         return f"the scheduler fails with an error, not a verdict: {result.error}"
+    if result.possible_error:
+        return ("a node's allocation search runs about as long as the scheduler's filterTimeout, so the scheduler may "
+                f"fail with \"{result.possible_error}\" and retry the pod with backoff: make the claims' search "
+                "shorter (fewer devices per request, narrower selectors, a request that can be met) or raise "
+                "filterTimeout")
     if result.feasible_nodes:
         return None
     if not result.message_known:

@@ -41,6 +41,7 @@ class Status:
     plugin: str = ""
     evidence: list[Evidence] = field(default_factory=list)
     undetermined: str | None = None
+    possible_error: str | None = None  # with ``undetermined``: the Error the plugin may return instead
 
     @property
     def success(self) -> bool:
@@ -62,9 +63,10 @@ class Status:
         return cls(UNRESOLVABLE if unresolvable else UNSCHEDULABLE, list(reasons), evidence=evidence or [])
 
     @classmethod
-    def unknown(cls, why: str) -> "Status":
-        """This tool cannot decide (see :attr:`undetermined`)."""
-        return cls(SUCCESS, undetermined=why)
+    def unknown(cls, why: str, possible_error: str | None = None) -> "Status":
+        """This tool cannot decide (see :attr:`undetermined`); ``possible_error``: the plugin's own
+        Error message, should it fail that way."""
+        return cls(SUCCESS, undetermined=why, possible_error=possible_error)
 
     @classmethod
     def error(cls, message: str) -> "Status":
@@ -190,6 +192,7 @@ class Cycle:
     inventory: Any = None  # kubectl_dra.model.inventory.Inventory
     args: dict[str, dict] = field(default_factory=dict)  # plugin name -> its pluginConfig args
     namespaces: dict[str, dict[str, str]] | None = None  # namespace -> labels (None: not read)
+    bound: Any = None  # kubectl_dra.allocation.bound.SearchBound: the profile's filterTimeout, shared
 
     def node(self, name: str) -> NodeInfo | None:
         return self._by_name().get(name)

@@ -13,6 +13,7 @@ import importlib
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubectl_dra.allocation.bound import BoundError, SearchBound, filter_timeout
 from kubectl_dra.errors import InputError
 from kubectl_dra.scheduling.framework import Plugin
 
@@ -52,6 +53,17 @@ class Profile:
     args: dict[str, dict] = field(default_factory=dict)
     unmodelled: list[tuple[str, str]] = field(default_factory=list)  # (plugin or "extender", why)
     source: str = "the default profile of kube-scheduler v1.37.2 (no --scheduler-config given)"
+    _bound: SearchBound | None = field(default=None, repr=False)
+
+    def search_bound(self) -> SearchBound:
+        """How long each node's allocation search may run (DynamicResources ``filterTimeout``): one
+        object per profile, so the filters and the allocation section share one total."""
+        if self._bound is None:
+            configured = self.source.startswith("profile ")
+            seconds, source = filter_timeout(self.args.get("DynamicResources") or {},
+                                             self.source if configured else None)
+            self._bound = SearchBound(filter_timeout=seconds, source=source)
+        return self._bound
 
     def plugins(self) -> list[Plugin]:
         out = []
@@ -117,6 +129,10 @@ def from_config(config: Any, scheduler_name: str, where: str) -> Profile:
     for entry in chosen.get("pluginConfig") or []:
         if isinstance(entry, dict) and isinstance(entry.get("name"), str):
             profile.args[entry["name"]] = entry.get("args") or {}
+    try:  # the scheduler refuses to start with a bad one; so does this tool
+        filter_timeout(profile.args.get("DynamicResources") or {}, profile.source)
+    except BoundError as exc:
+        raise ProfileError(str(exc)) from None
     if config.get("extenders"):
         profile.unmodelled.append(("extender", f"{where} configures scheduler extenders; what they filter is "
                                                "not known to this tool"))
