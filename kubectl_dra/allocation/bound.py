@@ -56,6 +56,7 @@ class SearchBound:
     filter_timeout: float = DEFAULT_FILTER_TIMEOUT
     source: str = DEFAULT_SOURCE
     total: float | None = None  # three nodes' worth unless given
+    own_limit: float = UNBOUNDED_LIMIT  # where this tool stops when the scheduler has no bound
     _spent: float = field(default=0.0, repr=False)
 
     def __post_init__(self) -> None:
@@ -65,7 +66,7 @@ class SearchBound:
     @property
     def per_node(self) -> float:
         """What one node's search may take here: the scheduler's bound, or ours when it has none."""
-        return self.filter_timeout if self.filter_timeout > 0 else UNBOUNDED_LIMIT
+        return self.filter_timeout if self.filter_timeout > 0 else self.own_limit
 
     def deadline(self) -> tuple[float, bool]:
         """(monotonic deadline for the next node's search, whether the total cut it short)."""

@@ -41,10 +41,16 @@ def apiserver_only(tmp_path_factory):
     plane.stop()
 
 
+# a second scheduler profile whose DynamicResources filter gives up fast (test_filter_timeout.py)
+SHORT_FILTER = {"schedulerName": "dra-short-filter", "pluginConfig": [{"name": "DynamicResources", "args": {
+    "apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "DynamicResourcesArgs", "filterTimeout": "100ms"}}]}
+
+
 @pytest.fixture(scope="session")
 def full_cluster(tmp_path_factory):
-    """etcd + kube-apiserver + kube-scheduler + kube-controller-manager, nodes without kubelets."""
-    plane = _start(tmp_path_factory, "cluster", scheduler=True, controllers=True)
+    """etcd + kube-apiserver + kube-scheduler (its default profile, and SHORT_FILTER) +
+    kube-controller-manager, nodes without kubelets."""
+    plane = _start(tmp_path_factory, "cluster", scheduler=True, controllers=True, scheduler_profiles=(SHORT_FILTER,))
     yield plane
     plane.stop()
 

@@ -79,6 +79,8 @@ class Process:
 class ControlPlane:
     workdir: Path
     scheduler: bool = False
+    # more kube-scheduler profiles, beside default-scheduler (a KubeSchedulerConfiguration is written)
+    scheduler_profiles: tuple[dict, ...] = ()
     controllers: bool = False
     node_lifecycle: bool = False  # the node lifecycle controller: only where real kubelets report
     extra_tokens: tuple[tuple[str, str, str, str], ...] = ()  # (token, user, uid, groups): kubelets' identities
@@ -101,7 +103,7 @@ class ControlPlane:
             self._apiserver()
             if self.scheduler:
                 self._component("kube-scheduler", "system:kube-scheduler",
-                                ["--leader-elect=false", "--secure-port=0"])
+                                ["--leader-elect=false", "--secure-port=0", *self._scheduler_config()])
             if self.controllers:
                 self._component("kube-controller-manager", "system:kube-controller-manager",
                                 ["--leader-elect=false", "--secure-port=0",
@@ -232,6 +234,20 @@ class ControlPlane:
                        "the serviceaccount controller")
         else:  # the scheduler serves nothing with --secure-port=0: its log says when it runs
             self._wait(proc, lambda: b"Starting Kubernetes Scheduler" in proc.log.read_bytes(), "kube-scheduler")
+
+    def _scheduler_config(self) -> list[str]:
+        """``--config`` with the extra profiles (the default one first, unchanged), or nothing."""
+        if not self.scheduler_profiles:
+            return []
+        import yaml
+
+        path = self.workdir / "kube-scheduler.yaml"
+        path.write_text(yaml.safe_dump({
+            "apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+            "clientConnection": {"kubeconfig": str(self.workdir / "kube-scheduler.kubeconfig")},
+            "leaderElection": {"leaderElect": False},
+            "profiles": [{"schedulerName": "default-scheduler"}, *self.scheduler_profiles]}, sort_keys=False))
+        return [f"--config={path}"]
 
     def _exists(self, path: str) -> bool:
         try:
