@@ -20,7 +20,8 @@ import time
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from kubectl_dra.allocation.cel import CELBeyondEvaluator, CELError, compile_selector, evaluate, quantity_value, semver_value
+from kubectl_dra.allocation.cel import (COST_ERROR, CELBeyondEvaluator, CELError, compile_selector, evaluate,
+                                        quantity_value, semver_value)
 from kubectl_dra.allocation.bound import SURE, SearchBound, timeout_words
 from kubectl_dra.allocation.gather import Gathered, Pool, node_matches
 from kubectl_dra.allocation.state import AllocatedState
@@ -40,7 +41,13 @@ DRAPartitionableDevices, DRAConsumableCapacity, DRADeviceBindingConditions beta,
 
 
 class Undetermined(Exception):
-    """Something this tool cannot evaluate (a CEL function it lacks): no verdict on the node."""
+    """Something this tool cannot evaluate (a CEL function it lacks): no verdict on the node.
+    ``possible_error``: the Error the scheduler reports there in one of the cases this tool cannot
+    tell apart (a selector past its cost limit)."""
+
+    def __init__(self, message: str, possible_error: str | None = None):
+        super().__init__(message)
+        self.possible_error = possible_error
 
 
 class AllocationError(Exception):
@@ -101,7 +108,7 @@ class NodeOutcome:
     error: str | None = None  # the scheduler's Error for this node, when there is one
     undetermined: str | None = None  # this tool cannot tell (and says why); never a verdict
     proof: str | None = None  # infeasible without the search: a request has fewer candidates than it needs
-    timeout: str | None = None  # the scheduler's words should its search run past filterTimeout here
+    possible_error: str | None = None  # the scheduler's Error here in a case this tool cannot tell apart
     timing: str | None = None  # how the search's length bears on the scheduler's answer, for a person
     steps: int = 0  # search steps (allocateOne calls upstream), and the seconds they took here
     seconds: float = 0.0
@@ -362,7 +369,9 @@ class Allocator:
                     matched = evaluate(compiled, cel_device)
                 except CELBeyondEvaluator as exc:
                     raise Undetermined(f"{owner}: selector #{index} ({expression}) on device "
-                                       f"{pool.key}/{device.name}: {exc}") from None
+                                       f"{pool.key}/{device.name}: {exc}",
+                                       possible_error=f"{owner}: selector #{index} on device {pool.key}/{device.name}: "
+                                                      f"CEL runtime error: {COST_ERROR}" if exc.budget else None) from None
                 except CELError as exc:
                     hint = ". consider using CEL optional chaining (.? followed by orValue()) or guarding the " \
                         "check with has() for optional fields" if str(exc).startswith("no such key") else ""
@@ -662,6 +671,7 @@ class Allocator:
             picks = self._search(_Search(self, requests, gathered.pools, node), outcome)
         except Undetermined as exc:
             outcome.undetermined = str(exc)
+            outcome.possible_error = exc.possible_error
             return outcome
         except AllocationError as exc:
             outcome.error = str(exc)
@@ -692,10 +702,10 @@ class Allocator:
             self.bound.spend(outcome.seconds)
         limit = self.bound.filter_timeout
         if limit > 0 and outcome.seconds > SURE * limit:
-            outcome.timeout = timeout_words(outcome.node)
+            outcome.possible_error = timeout_words(outcome.node)
             outcome.timing = (f"the search took {outcome.seconds:.2f}s here ({outcome.steps:,} steps), more than a "
                               f"quarter of the scheduler's bound ({self.bound.source}): the scheduler may stop first "
-                              f"and fail with \"{outcome.timeout}\"")
+                              f"and fail with \"{outcome.possible_error}\"")
         return picks
 
     def _stopped(self, outcome: NodeOutcome, cut: bool) -> None:
@@ -706,15 +716,14 @@ class Allocator:
             why = (f"kubectl-dra stopped the search after {outcome.steps:,} steps: this command's searches used up "
                    f"their {bound.total:g}s")
         elif bound.filter_timeout > 0:
-            why = (f"stopped after {bound.per_node:g}s ({bound.source}) and {outcome.steps:,} steps, as the "
-                   "scheduler stops its own search")
+            why = f"stopped after {outcome.steps:,} steps at {bound.per_node:g}s, the scheduler's bound ({bound.source})"
         else:
-            why = (f"kubectl-dra stopped the search after {bound.per_node:g}s and {outcome.steps:,} steps; this "
+            why = (f"kubectl-dra stopped the search after {outcome.steps:,} steps at {bound.per_node:g}s; this "
                    f"scheduler has no filterTimeout ({bound.source}) and searches on")
         if bound.filter_timeout > 0:
-            outcome.timeout = timeout_words(outcome.node)
-            why += (f": the scheduler then fails the pod's scheduling attempt with \"{outcome.timeout}\", unless its "
-                    "own (faster) search ends first; which one is not known")
+            outcome.possible_error = timeout_words(outcome.node)
+            why += (f": the scheduler then fails the pod's scheduling attempt with \"{outcome.possible_error}\" "
+                    "unless its own (faster) search ends sooner, which is not known")
         outcome.timing = why
         if outcome.proof is None:
             outcome.undetermined = f"{why}; whether the claims can be allocated on this node is not known"

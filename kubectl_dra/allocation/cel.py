@@ -50,8 +50,19 @@ evaluation; fixed by the binding. Far below what the scheduler's cost limit allo
 of it says nothing about the scheduler's verdict."""
 
 
+COST_ERROR = "operation cancelled: actual cost limit exceeded"
+"""cel-go's words past the runtime cost limit; the scheduler wraps them as ``claim NS/NAME: selector
+#I on device DRIVER/POOL/DEVICE: CEL runtime error: ...`` (checked on the real v1.37.2 scheduler,
+tests/cluster/test_cel_cost.py)."""
+
+
 class CELBeyondEvaluator(Exception):
-    """The evaluator stopped where the scheduler would go on (or stop by its cost limit): no verdict."""
+    """The evaluator stopped where the scheduler would go on (or stop by its cost limit): no verdict.
+    ``budget``: it ran out of comprehension iterations (the scheduler may then fail with COST_ERROR)."""
+
+    def __init__(self, message: str, budget: bool = False):
+        super().__init__(message)
+        self.budget = budget
 
 
 @dataclass(frozen=True, slots=True)
@@ -332,11 +343,11 @@ def evaluate(compiled: Compiled, device: dict) -> bool:
     except RuntimeError as exc:  # cel-cpp's own limits, not a CEL result
         if "Iteration budget exceeded" in str(exc):
             raise CELBeyondEvaluator(
-                f"it runs more than {ITERATION_BUDGET:,} comprehension iterations, more than kubectl-dra's CEL "
-                f"evaluator runs; the scheduler runs it up to its runtime cost limit ({COST_LIMIT:,}) and past it fails "
-                "the node with \"CEL runtime error: operation cancelled: actual cost limit exceeded\" (the API "
-                "server refuses a selector whose estimated cost is past that limit: \"too complex, exceeds cost "
-                "limit\")") from None
+                f"kubectl-dra's CEL evaluator stops after {ITERATION_BUDGET:,} comprehension iterations and counts no "
+                "cost, while the scheduler's (cel-go) counts a cost for every step it evaluates and fails past "
+                f"{COST_LIMIT:,} with \"{COST_ERROR}\"; so the scheduler either evaluates this selector (true or "
+                "false) or fails the node with that error, and which one is not known (the API server refuses at "
+                "admission a selector whose estimated worst-case cost is past that limit)", budget=True) from None
         raise CELBeyondEvaluator(f"kubectl-dra's CEL evaluator failed: {exc}") from None
     kind = value.type().name()
     if kind in ("bool", "BOOL"):

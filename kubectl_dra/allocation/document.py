@@ -44,7 +44,7 @@ class NodeAllocation:
     error: str | None = None  # the scheduler would report an Error on this node (not "unschedulable")
     undetermined: str | None = None  # kubectl-dra cannot tell for this node (why): no verdict
     message: str | None = None  # why not, in one line
-    timeout: str | None = None  # the scheduler's error should its search here run past filterTimeout
+    possible_error: str | None = None  # the Error the scheduler may report here instead (a timeout, a cost limit)
     timing: str | None = None  # how long the search ran (or where it was stopped), when that matters
 
 

@@ -132,7 +132,7 @@ def explain_allocation(claims: list[ResourceClaim], inventory: Inventory, *, all
 def node_allocation(outcome: NodeOutcome) -> NodeAllocation:
     """The allocator's outcome on one node as the document shows it, with the one-line reason it fails."""
     view = NodeAllocation(node=outcome.node, feasible=outcome.feasible, error=outcome.error,
-                          undetermined=outcome.undetermined, timeout=outcome.timeout, timing=outcome.timing)
+                          undetermined=outcome.undetermined, possible_error=outcome.possible_error, timing=outcome.timing)
     view.results = [ResultView(claim=p.claim, request=p.request, driver=p.driver, pool=p.pool, device=p.device)
                     for p in outcome.results]
     view.requests = [RequestView(claim=r.claim, request=r.request, wanted=r.wanted, candidates=list(r.candidates),
@@ -177,7 +177,7 @@ def allocation_findings(allocation: Allocation, nominated: str | None = None) ->
                                 message=f"on {len(unknown)} node(s) kubectl-dra cannot reproduce the allocation: "
                                         f"{unknown[0].undetermined}; no verdict is given for them"))
         return findings
-    slow = [n for n in allocation.nodes if n.timeout]
+    slow = [n for n in allocation.nodes if n.timing]
     if slow:
         findings.append(Finding(code="AllocationSearchSlow", severity="warning",
                                 message=f"on {len(slow)} node(s) the scheduler's allocation search may run past its "

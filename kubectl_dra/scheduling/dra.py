@@ -120,19 +120,20 @@ class DynamicResources(Plugin):
             outcome = state.allocator.allocate(node.node, gather(node.node, [*by_node.get(node.name, ()), *shared],
                                                                  by_pool))
             state.outcomes[node.name] = outcome
-            if outcome.undetermined and outcome.timeout:  # stopped at the scheduler's own bound
-                return Status.unknown(outcome.undetermined, possible_error=outcome.timeout)
+            if outcome.undetermined and outcome.timing:  # stopped at the scheduler's own bound
+                return Status.unknown(outcome.undetermined, possible_error=outcome.possible_error)
             if outcome.undetermined:
-                return Status.unknown(f"the allocation of the pod's claims cannot be reproduced: {outcome.undetermined}")
+                return Status.unknown(f"the allocation of the pod's claims cannot be reproduced: {outcome.undetermined}",
+                                      possible_error=outcome.possible_error)
             if outcome.error == INVALID_POOLS:
                 return Status.unschedulable(INVALID_POOLS, unresolvable=True,
                                             evidence=[Evidence(reason=INVALID_POOLS, detail=outcome.error)])
             if outcome.error:
                 return Status.error(outcome.error)
-            if outcome.timeout:  # a verdict, but the scheduler may time out before it reaches it
-                verdict = (f"the claims can be allocated here ({len(outcome.results)} device(s))" if outcome.feasible
-                           else f"no allocation of the claims exists here ({_why_not(outcome)})")
-                return Status.unknown(f"{verdict}, but {outcome.timing}", possible_error=outcome.timeout)
+            if outcome.timing:  # a verdict, but the scheduler may time out before it reaches it
+                verdict = "the claims can be allocated here" if outcome.feasible else "no allocation exists here"
+                return Status.unknown(f"{verdict}, but the search {outcome.timing.removeprefix('the search ')}",
+                                      possible_error=outcome.possible_error)
             if not outcome.feasible:
                 return Status.unschedulable(CANNOT_ALLOCATE, unresolvable=True, evidence=[Evidence(
                     reason=CANNOT_ALLOCATE, detail=_why_not(outcome))])

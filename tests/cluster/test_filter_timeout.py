@@ -58,9 +58,9 @@ def test_a_search_past_filter_timeout_gets_the_scheduler_words(full_cluster, dra
     assert scheduling["possibleError"] == words and scheduling["recorded"] == words
     assert scheduling["message"] is None and scheduling["messageKnown"] is False
     [node] = [n for n in scheduling["nodes"] if n["node"] == NODE]
-    assert node["fits"] is None and "no allocation of the claims exists here" in node["undetermined"][0]["why"]
+    assert node["fits"] is None and "no allocation exists here" in node["undetermined"][0]["why"]
     [allocation] = [n for n in explained.json()["allocation"]["nodes"] if n["node"] == NODE]
-    assert allocation["feasible"] is False and allocation["timeout"] == words.split(": ", 1)[1]
+    assert allocation["feasible"] is False and allocation["possibleError"] == words.split(": ", 1)[1]
     assert "AllocationSearchSlow" in [f["code"] for f in explained.json()["findings"]]
 
     text = dra("explain", "pod", "six", "--kubeconfig", kubeconfig, "--scheduler-config", str(config))

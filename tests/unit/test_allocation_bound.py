@@ -68,8 +68,8 @@ def test_a_request_that_cannot_be_met_is_proven_and_the_search_is_stopped_at_the
     assert time.monotonic() - began < 5  # unbounded, this search runs for minutes
     assert not outcome.feasible and outcome.undetermined is None and outcome.error is None
     assert outcome.proof == "request b of ml/c needs 1, 0 qualify"
-    assert outcome.timeout == WORDS  # what the scheduler then reports
-    assert "stopped after 0.05s (filterTimeout 50ms)" in outcome.timing and "not known" in outcome.timing
+    assert outcome.possible_error == WORDS  # what the scheduler then reports
+    assert "at 0.05s, the scheduler's bound (filterTimeout 50ms)" in outcome.timing and "not known" in outcome.timing
     assert outcome.steps > 1000
 
 
@@ -79,13 +79,13 @@ def test_a_long_search_without_a_proof_is_no_verdict():
                           SearchBound(filter_timeout=0.05, source="filterTimeout 50ms"),
                           numa=lambda i: 1 if i == 39 else 0)
     assert outcome.proof is None and not outcome.feasible
-    assert outcome.timeout == WORDS
+    assert outcome.possible_error == WORDS
     assert outcome.undetermined.endswith("whether the claims can be allocated on this node is not known")
 
 
 def test_a_short_search_is_a_plain_verdict():
     [outcome] = _allocate(_claim(2), SearchBound())  # 780 pairs: milliseconds
-    assert not outcome.feasible and outcome.proof and outcome.timeout is None and outcome.timing is None
+    assert not outcome.feasible and outcome.proof and outcome.possible_error is None and outcome.timing is None
     assert 0 < outcome.steps < 10_000
     [fits] = _allocate(_claim(2, "true"), SearchBound())
     assert fits.feasible and [p.device for p in fits.results] == ["gpu-0", "gpu-1", "gpu-2"]
@@ -93,12 +93,12 @@ def test_a_short_search_is_a_plain_verdict():
 
 def test_a_search_longer_than_a_quarter_of_the_bound_says_the_scheduler_may_time_out():
     [outcome] = _allocate(_claim(3), SearchBound(filter_timeout=0.02, source="filterTimeout 20ms"))
-    assert not outcome.feasible and outcome.timeout == WORDS  # the proof stands; the scheduler's words do not
+    assert not outcome.feasible and outcome.possible_error == WORDS  # the proof stands; the scheduler's words do not
 
 
 def test_without_a_scheduler_bound_a_proven_node_keeps_its_verdict():
     [outcome] = _allocate(_claim(6), SearchBound(filter_timeout=0, source="filterTimeout 0s", own_limit=0.05))
-    assert not outcome.feasible and outcome.proof and outcome.timeout is None  # it searches on, then says so
+    assert not outcome.feasible and outcome.proof and outcome.possible_error is None  # it searches on, then says so
     assert "has no filterTimeout (filterTimeout 0s) and searches on" in outcome.timing
 
 
@@ -143,4 +143,4 @@ def test_explain_pod_gives_the_scheduler_words_and_no_message_of_its_own():
     assert scheduling.possible_error == f'running "DynamicResources" filter plugin: {WORDS}'
     assert scheduling.message is None and not scheduling.message_known and not scheduling.feasible_nodes
     [node] = scheduling.nodes
-    assert node.fits is None and "no allocation of the claims exists here" in node.undetermined[0].why
+    assert node.fits is None and "no allocation exists here" in node.undetermined[0].why
