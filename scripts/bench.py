@@ -194,6 +194,38 @@ def bench_cluster(sizes: list[int], runs: int, tmp: Path) -> None:
                 print(line, flush=True)
 
 
+def bench_search(devices: int = 40) -> None:
+    """Issue 37's long search on one node: request a wants N of ``devices`` GPUs, request b matches
+    none, so the scheduler's allocator tries every N-set for a first (docs/kubernetes/dra-apis.md §8).
+    Printed: how long this tool's same search takes, its steps, and where the 10 s bound stops it."""
+    from kubectl_dra.allocation.allocator import AllocatedState, Allocator
+    from kubectl_dra.allocation.gather import gather
+    from kubectl_dra.model.registry import parse_object
+
+    driver = "gpu.example.com"
+    node = parse_object({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}})
+    klass = parse_object({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu"},
+                          "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{driver}"'}}]}})
+    rs = parse_object({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "s"},
+                       "spec": {"driver": driver, "nodeName": "n1",
+                                "pool": {"name": "n1", "generation": 1, "resourceSliceCount": 1},
+                                "devices": [{"name": f"gpu-{i}"} for i in range(devices)]}})
+    for count in (3, 4, 5, 6):
+        claim = parse_object({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                              "metadata": {"name": "c", "namespace": "ml", "uid": "u"},
+                              "spec": {"devices": {"requests": [
+                                  {"name": "a", "exactly": {"deviceClassName": "gpu", "count": count}},
+                                  {"name": "b", "exactly": {"deviceClassName": "gpu", "selectors": [
+                                      {"cel": {"expression": 'device.driver == "none"'}}]}}]}}})
+        start = time.perf_counter()
+        outcome = Allocator([claim], {"gpu": klass}, AllocatedState()).allocate(
+            node, gather(node, [rs], {(driver, "n1"): [rs]}))
+        took = time.perf_counter() - start
+        state = "stopped at the 10 s bound" if outcome.timing and "stopped" in outcome.timing else "ended"
+        print(f"allocation search: {count} of {devices} devices + an impossible request: {took:.2f} s, "
+              f"{outcome.steps:,} steps, {state}")
+
+
 def bench_prediction(n_pods: int) -> None:
     """The core prediction (explain pod / the agent's expectation) over many DRA pods, in-process."""
     from podspec import ctr, entries_of, entry, spec_pod
@@ -507,7 +539,7 @@ def main() -> None:
     parser.add_argument("--help-runs", type=int, default=20)
     parser.add_argument("--predict-pods", type=int, default=10000)
     parser.add_argument("--reports", type=int, default=5000)
-    parser.add_argument("--only", default="help,startup,floor,prediction,agent,allocation,pending,verify,cluster,overlays",
+    parser.add_argument("--only", default="help,startup,floor,prediction,agent,allocation,search,pending,verify,cluster,overlays",
                         help="comma-separated parts to run (all by default); `agents` (N real node agents "
                              "against a real control plane, about 10 minutes) runs only when named")
     parser.add_argument("--agents", type=int, default=50, help="agents: how many at once (one node each)")
@@ -531,6 +563,8 @@ def main() -> None:
         bench_agent_scan()
     if "allocation" in only:
         bench_allocation()
+    if "search" in only:
+        bench_search()
     import tempfile
 
     with tempfile.TemporaryDirectory() as tmp:

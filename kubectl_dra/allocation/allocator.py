@@ -498,6 +498,15 @@ class Allocator:
                 or self._counters_refusal(pool, device, key, multi, attempt)
                 or self._taint_refusal(request, pool, device))
 
+    def _changing_refusal(self, request: _Request, pool: Pool, device: Device, attempt: _Attempt):
+        """``_refusal`` without the checks whose answer cannot change during a search (selection,
+        taints): for a device that has passed them once for this request."""
+        key = (pool.driver, pool.name, device.name)
+        multi = self._multi(device)
+        return (self._in_use_refusal(request, key, multi, attempt)
+                or self._capacity_refusal(request, pool, device, attempt)
+                or self._counters_refusal(pool, device, key, multi, attempt))
+
     def _in_use_refusal(self, request: _Request, key: tuple, multi: bool, attempt: _Attempt):
         """Checked first upstream because it is cheap. Admin access only minds its own claim's picks in
         this attempt; otherwise held exclusively by another claim (even a shareable device allocated
@@ -820,6 +829,7 @@ class _Search:
         self.flat = [(pool, rs, device) for pool in pools if not (pool.incomplete or pool.invalid)
                      for rs in pool.slices for device in rs.spec.devices]
         self.skip: dict[int, bytearray] = {}  # per request (id): devices refused for good (_STATIC)
+        self.passed: dict[int, bytearray] = {}  # per request (id): devices that passed the _STATIC checks
         self.attempt = _Attempt()
         self.picks: list[list[Pick]] = [[] for _ in allocator.claims]  # per claim, what it has taken
         self.constraints = [allocator._constraints(claim) for claim in allocator.claims]  # per claim
@@ -893,8 +903,9 @@ class _Search:
     def fill_from_pools(self, slot: _Slot, request: _Request, within_subrequest: bool, resume: int) -> bool:
         """Devices in pool, slice, device order from ``resume``; each one taken is tried to the end."""
         skip = self.skip.get(id(request))
-        if skip is None:
+        if skip is None:  # per device: 1 refused for good
             skip = self.skip[id(request)] = bytearray(len(self.flat))
+            self.passed[id(request)] = bytearray(len(self.flat))  # 1: passed what cannot change
         flat = self.flat
         index = skip.find(0, resume)  # the next device not refused for good, found in C
         while index >= 0:
@@ -924,12 +935,18 @@ class _Search:
         self.tick()
         allocator, attempt = self.allocator, self.attempt
         key = (pool.driver, pool.name, device.name)
-        refusal = allocator._refusal(request, pool, rs, device, self.node, attempt, preselected=must)
+        passed = self.passed[id(request)] if skip is not None else None
+        if passed is not None and passed[index]:
+            refusal = allocator._changing_refusal(request, pool, device, attempt)
+        else:
+            refusal = allocator._refusal(request, pool, rs, device, self.node, attempt, preselected=must)
+            if passed is not None:
+                if refusal is None:
+                    passed[index] = 1
+                elif refusal[0] in _STATIC or (refusal[0] == "AlreadyAllocated" and not request.spec.admin_access
+                                               and key in allocator.state.exclusive):
+                    skip[index] = 1
         if refusal is not None:
-            if skip is not None and (refusal[0] in _STATIC or (refusal[0] == "AlreadyAllocated" and not
-                                                               request.spec.admin_access and
-                                                               key in allocator.state.exclusive)):
-                skip[index] = 1
             return None
         multi = allocator._multi(device)
         steps: list = []  # how to take back what was taken so far, in order

@@ -112,6 +112,17 @@ def test_one_command_total_bounds_every_node():
         assert outcome.undetermined and "this command's searches used up their 0.05s" in outcome.undetermined
 
 
+def test_quick_searches_never_use_up_the_total():
+    bound = SearchBound(total=0.0)  # spent before it starts
+    for outcome in _allocate(_claim(2), bound, nodes=("n1", "n2", "n3")):
+        assert outcome.undetermined is None and outcome.proof and outcome.possible_error is None
+
+
+def test_a_node_bound_below_the_quick_floor_is_kept():
+    [outcome] = _allocate(_claim(6), SearchBound(filter_timeout=0.01, source="filterTimeout 10ms"))
+    assert outcome.seconds < 0.09 and "at 0.01s" in outcome.timing  # 10ms of search, not the 100ms floor
+
+
 @pytest.mark.parametrize("value,seconds", [(None, 10.0), ("100ms", 0.1), ("0s", 0.0), ("1m", 60.0), ("0", 0.0)])
 def test_filter_timeout_is_read_as_the_scheduler_reads_it(value, seconds):
     args = {} if value is None else {"filterTimeout": value}
