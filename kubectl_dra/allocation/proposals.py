@@ -6,6 +6,7 @@ evaluation it needs loads only then."""
 from __future__ import annotations
 
 from kubectl_dra.allocation.allocator import AllocatedState, Allocator
+from kubectl_dra.allocation.bound import SearchBound
 from kubectl_dra.allocation.document import ProposalView
 from kubectl_dra.allocation.explain import node_allocation, slice_index
 from kubectl_dra.allocation.gather import gather
@@ -33,6 +34,7 @@ def explain_proposals(claims: list[ResourceClaim], inventory: Inventory, instanc
     predicted slice reaches it (node-local templates by construction, selector-based ones are
     written for such nodes)."""
     classes = {c.name: c for c in inventory.all(DeviceClass)}
+    bound = SearchBound()  # one total for every proposal
     out = []
     for view in instance_types:
         if not view.resource_slices:
@@ -50,7 +52,7 @@ def explain_proposals(claims: list[ResourceClaim], inventory: Inventory, instanc
             slices.append(ResourceSlice.from_raw({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
                                                   "metadata": {"name": f"{name}-{index}"}, "spec": spec}))
         _, _, by_pool = slice_index(slices)
-        outcome = Allocator(claims, classes, AllocatedState()).allocate(node, gather(node, slices, by_pool))
+        outcome = Allocator(claims, classes, AllocatedState(), bound=bound).allocate(node, gather(node, slices, by_pool))
         view_out = node_allocation(outcome)
         out.append(ProposalView(node_pool=view.node_pool, instance_type=view.name, feasible=outcome.feasible,
                                 results=view_out.results, message=view_out.message))
