@@ -130,7 +130,7 @@ class DynamicResources(Plugin):
                                             evidence=[Evidence(reason=INVALID_POOLS, detail=outcome.error)])
             if outcome.error:
                 return Status.error(outcome.error)
-            if outcome.timing:  # a verdict, but the scheduler may time out before it reaches it
+            if outcome.possible_error:  # a verdict, but the scheduler may time out before it reaches it
                 verdict = "the claims can be allocated here" if outcome.feasible else "no allocation exists here"
                 return Status.unknown(f"{verdict}, but the search {outcome.timing.removeprefix('the search ')}",
                                       possible_error=outcome.possible_error)

@@ -155,3 +155,21 @@ def test_explain_pod_gives_the_scheduler_words_and_no_message_of_its_own():
     assert scheduling.message is None and not scheduling.message_known and not scheduling.feasible_nodes
     [node] = scheduling.nodes
     assert node.fits is None and "no allocation exists here" in node.undetermined[0].why
+
+
+def test_a_scheduler_without_a_bound_gives_its_verdict_however_long_it_searches():
+    pod = parse_object({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ml", "uid": "p-uid"},
+                        "spec": {"containers": [{"name": "c", "image": "x", "resources": {"claims": [{"name": "d"}]}}],
+                                 "resourceClaims": [{"name": "d", "resourceClaimName": "c"}]}})
+    inventory = Inventory()
+    for obj in (_node(), _class(), _slice(), _claim(6), pod):
+        inventory.add(obj)
+    for kind in ("Node", "Pod", "ResourceClaim", "ResourceSlice", "DeviceClass", "DeviceTaintRule"):
+        inventory.read_kinds.add(kind)
+    config = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+              "profiles": [{"pluginConfig": [{"name": "DynamicResources", "args": {"filterTimeout": "0s"}}]}]}
+    profile = from_config(config, "default-scheduler", "sched.yaml")
+    profile.search_bound().own_limit = 0.05  # this tool still stops; the proof gives the answer
+    scheduling = explain_scheduling(pod, inventory, profile)
+    assert scheduling.possible_error is None and scheduling.message_known
+    assert scheduling.message == "0/1 nodes are available: 1 cannot allocate all claims."
