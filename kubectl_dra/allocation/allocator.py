@@ -677,7 +677,9 @@ class Allocator:
             requests = self._requests(gathered.pools, node)
             outcome.requests = self._diagnose(requests, gathered, node)
             outcome.proof = _proof(requests, outcome.requests)
-            picks = self._search(_Search(self, requests, gathered.pools, node), outcome)
+            # with a proof, the search only tells whether the scheduler's own ends within its bound
+            picks = None if outcome.proof and self.bound.filter_timeout <= 0 else \
+                self._search(_Search(self, requests, gathered.pools, node), outcome)
         except Undetermined as exc:
             outcome.undetermined = str(exc)
             outcome.possible_error = exc.possible_error

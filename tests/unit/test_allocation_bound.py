@@ -96,10 +96,17 @@ def test_a_search_longer_than_a_quarter_of_the_bound_says_the_scheduler_may_time
     assert not outcome.feasible and outcome.possible_error == WORDS  # the proof stands; the scheduler's words do not
 
 
-def test_without_a_scheduler_bound_a_proven_node_keeps_its_verdict():
-    [outcome] = _allocate(_claim(6), SearchBound(filter_timeout=0, source="filterTimeout 0s", own_limit=0.05))
-    assert not outcome.feasible and outcome.proof and outcome.possible_error is None  # it searches on, then says so
-    assert "has no filterTimeout (filterTimeout 0s) and searches on" in outcome.timing
+def test_without_a_scheduler_bound_a_proven_node_keeps_its_verdict_and_is_not_searched():
+    [outcome] = _allocate(_claim(6), SearchBound(filter_timeout=0, source="filterTimeout 0s", own_limit=5))
+    assert not outcome.feasible and outcome.proof and outcome.possible_error is None and outcome.steps == 0
+
+
+def test_without_a_scheduler_bound_an_unproven_long_search_is_no_verdict():
+    [outcome] = _allocate(_claim(6, 'device.attributes["gpu.example.com"].numa == 1', constraint=True),
+                          SearchBound(filter_timeout=0, source="filterTimeout 0s", own_limit=0.05),
+                          numa=lambda i: 1 if i == 39 else 0)
+    assert outcome.possible_error is None and "has no filterTimeout (filterTimeout 0s) and searches on" in outcome.timing
+    assert outcome.undetermined.endswith("whether the claims can be allocated on this node is not known")
 
 
 def test_one_command_total_bounds_every_node():
@@ -169,7 +176,6 @@ def test_a_scheduler_without_a_bound_gives_its_verdict_however_long_it_searches(
     config = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
               "profiles": [{"pluginConfig": [{"name": "DynamicResources", "args": {"filterTimeout": "0s"}}]}]}
     profile = from_config(config, "default-scheduler", "sched.yaml")
-    profile.search_bound().own_limit = 0.05  # this tool still stops; the proof gives the answer
     scheduling = explain_scheduling(pod, inventory, profile)
     assert scheduling.possible_error is None and scheduling.message_known
     assert scheduling.message == "0/1 nodes are available: 1 cannot allocate all claims."
