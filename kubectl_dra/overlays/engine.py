@@ -184,8 +184,11 @@ class _Index:
 
 
 def karpenter_status(obj: NodeOverlay) -> KarpenterStatus | None:
+    """The controller's verdict: ``ValidationSucceeded``, which carries the reason (Conflict,
+    RuntimeValidation); ``Ready`` only says ``UnhealthyDependents`` then (seen on the real v1.14.1
+    controller, docs/kubernetes/nodeoverlay.md §1.5), so it is read only when the other is absent."""
     conditions = {c.type: c for c in obj.status.conditions}
-    condition = conditions.get("Ready") or conditions.get("ValidationSucceeded")
+    condition = conditions.get("ValidationSucceeded") or conditions.get("Ready")
     if condition is None:
         return None
     observed = None
@@ -212,7 +215,7 @@ def _has_capacity(obj: NodeOverlay) -> bool:
 
 def _prepare(obj: NodeOverlay, order: int) -> _Overlay:
     schema = schema_errors(obj)
-    errors = schema + runtime_errors(obj)
+    errors = schema or runtime_errors(obj)  # what the API server refuses never reaches the runtime check
     spec = obj.spec
     change, kind = (spec.price, "price") if spec.price is not None else (spec.price_adjustment, "priceAdjustment")
     if change is None:

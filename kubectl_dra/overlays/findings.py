@@ -79,7 +79,7 @@ class OverlayFindings:
                      "would refuse this object, so it can only come from a hand-edited file; fix the spec.", ov.name)
             return
         self.add("OverlayRuntimeValidation", "error",
-                 f"Karpenter skips NodeOverlay {ov.name} (Ready=False, reason RuntimeValidation): "
+                 f"Karpenter skips NodeOverlay {ov.name} (ValidationSucceeded=False, reason RuntimeValidation): "
                  f"{'; '.join(ov.errors)}. Fix the listed requirement keys, values or capacity names; nothing of it "
                  "applies until then.", ov.name)
 
@@ -93,7 +93,7 @@ class OverlayFindings:
         text = (f"NodeOverlay {ov.name} (weight {ov.weight}) conflicts with {'; '.join(parts)}. Both have weight "
                 f"{ov.weight}; Karpenter processes equal weights by name, descending, so "
                 f"{', '.join(sorted(by_peer))} was stored first and {ov.name} is rejected everywhere (every NodePool "
-                f"and instance type; Ready=False, reason Conflict, message 'conflict with another overlay', which does "
+                f"and instance type; ValidationSucceeded=False, reason Conflict, message 'conflict with another overlay', which does "
                 f"not name the peer).")
         in_conflict = {"price", "priceAdjustment"} if "price" in kinds else set()
         dropped = [s for s in ov.sets() if s not in kinds and s not in in_conflict]

@@ -1,9 +1,11 @@
 """Which NodeOverlays Karpenter refuses, with messages worded the way Karpenter words them.
 
-Two layers: what the CRD schema (OpenAPI + CEL) rejects at admission, which can only show up in a
-hand-written snapshot, and what the controller's ``RuntimeValidate`` rejects on a live object
-(status reason ``RuntimeValidation``). Rules the CRD and the runtime both enforce are reported
-once, in the runtime wording, since that is what the user sees on the object.
+Two layers: what the CRD schema (OpenAPI + CEL, karpenter.sh_nodeoverlays.yaml at v1.14.1) rejects
+at admission, which can only show up in a hand-written snapshot, in the API server's words; and what
+the controller's ``RuntimeValidate`` rejects on an object the API server admitted (status reason
+``RuntimeValidation``). Rules both enforce are the CRD's: such an object never reaches the
+controller (the real API server refused every one of them, tests/karpenter/test_overlay_oracle.py),
+so only what the CRD lets through can ever be a RuntimeValidation.
 """
 
 from __future__ import annotations
@@ -25,6 +27,10 @@ WELL_KNOWN_VALUES = {CAPACITY_TYPE: ("on-demand", "spot", "reserved")}
 WELL_KNOWN_RESOURCES = ("cpu", "memory", "ephemeral-storage", "pods")
 
 PRICE = re.compile(r"\d+(\.\d+)?", re.ASCII)
+# the CRD's pattern for a requirement key, and the words the API server refuses the CEL rules with
+KEY_PATTERN = (r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*(\/))?"
+               r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+CRD_OPERATORS = ("Gte", "Lte", "In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")  # the enum, in its order
 PRICE_ADJUSTMENT = re.compile(
     r"[+-]\d*\.?\d+"          # signed absolute delta, any size
     r"|\+\d*\.?\d+%"          # any positive percentage
@@ -98,9 +104,35 @@ def schema_errors(overlay: NodeOverlay) -> list[str]:
     # without it would be a guess, and the CRD rejects it anyway
     errors.extend(f"{f.path}: {f.reason}" for f in overlay.invalid_fields
                   if f.path == "spec.requirements" or f.path.startswith(("spec.requirements[", "spec.requirements.")))
+    bound_rule, kinds = False, set()
     for i, req in enumerate(spec.requirements or ()):
+        at = f"spec.requirements[{i}]"
         if len(req.key) > MAX_KEY_LENGTH:
-            errors.append(f"spec.requirements[{i}].key: Too long: may not be more than {MAX_KEY_LENGTH} bytes")
+            errors.append(f"{at}.key: Too long: may not be more than {MAX_KEY_LENGTH} bytes")
+        elif not re.fullmatch(KEY_PATTERN, req.key):
+            errors.append(f'{at}.key: Invalid value: "{req.key}": {at}.key in body should match \'{KEY_PATTERN}\'')
+        elif req.key not in ("karpenter.sh/capacity-type", "karpenter.sh/nodepool") and \
+                req.key.split("/", 1)[0].endswith("karpenter.sh"):  # the rule's own test: a suffix, not a domain
+            errors.append(f'{at}.key: Invalid value: "{req.key}": label domain "karpenter.sh" is restricted')
+        elif req.key == HOSTNAME:
+            errors.append(f'{at}.key: Invalid value: "{req.key}": label "{HOSTNAME}" is restricted')
+        if req.operator not in CRD_OPERATORS:
+            errors.append(f'{at}.operator: Unsupported value: "{req.operator}": supported values: '
+                          + ", ".join(f'"{o}"' for o in CRD_OPERATORS))
+        elif req.operator in (IN, NOT_IN) and not req.values:
+            kinds.add(req.operator)
+        elif req.operator in BOUND_OPERATORS:
+            number = parse_int(req.values[0]) if len(req.values) == 1 else None
+            bound_rule = bound_rule or number is None or number < 0
+    for operator in (NOT_IN, IN):  # the CRD's rules on the list, in its order
+        if operator in kinds:
+            errors.append(f"spec.requirements: Invalid value: requirements with operator '{operator}' must have a "
+                          "value defined")
+    if bound_rule:
+        errors.append("spec.requirements: Invalid value: requirements operator 'Gt', 'Lt', 'Gte' or 'Lte' must have "
+                      "a single positive integer value")
+    if any(name in WELL_KNOWN_RESOURCES for name in spec.capacity):
+        errors.append("spec.capacity: Invalid value: invalid resource restricted")
     if spec.price is not None and not PRICE.fullmatch(spec.price):
         errors.append(f'spec.price: Invalid value: "{spec.price}": spec.price in body should match '
                       f"'^\\d+(\\.\\d+)?$'")
@@ -108,7 +140,7 @@ def schema_errors(overlay: NodeOverlay) -> list[str]:
         errors.append(f'spec.priceAdjustment: Invalid value: "{spec.price_adjustment}": must be a signed '
                       "amount (+0.5, -129), a positive percentage (+10%) or a negative percentage from -0% to -100%")
     if spec.price is not None and spec.price_adjustment is not None:
-        errors.append("spec: Invalid value: \"object\": cannot set both 'price' and 'priceAdjustment'")
+        errors.append("spec: Invalid value: cannot set both 'price' and 'priceAdjustment'")
     if spec.weight is not None and not MIN_WEIGHT <= spec.weight <= MAX_WEIGHT:
         errors.append(f"spec.weight: Invalid value: {spec.weight}: spec.weight in body should be "
                       f"{'greater than or equal to 1' if spec.weight < MIN_WEIGHT else 'less than or equal to 10000'}")
@@ -116,5 +148,5 @@ def schema_errors(overlay: NodeOverlay) -> list[str]:
 
 
 def validate_overlay(overlay: NodeOverlay) -> list[str]:
-    """Every reason Karpenter would not apply this overlay (schema first, then runtime)."""
-    return schema_errors(overlay) + runtime_errors(overlay)
+    """Why Karpenter would not apply this overlay: the API server's refusal, or else the runtime's."""
+    return schema_errors(overlay) or runtime_errors(overlay)

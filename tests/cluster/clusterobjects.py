@@ -6,6 +6,10 @@ from __future__ import annotations
 import time
 
 STAMP = "2026-11-20T08:00:00Z"
+# a second scheduler profile of the full cluster whose DynamicResources filter gives up fast
+# (test_filter_timeout.py)
+SHORT_FILTER = {"schedulerName": "dra-short-filter", "pluginConfig": [{"name": "DynamicResources", "args": {
+    "apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "DynamicResourcesArgs", "filterTimeout": "100ms"}}]}
 
 
 def ready_node(name: str, capacity: dict | None = None, **status) -> dict:

@@ -15,6 +15,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from clusterobjects import SHORT_FILTER  # noqa: E402
 from controlplane import BIN, ControlPlane, binaries_present, started  # noqa: E402
 
 REQUIRED = os.environ.get("KUBECTL_DRA_REQUIRE_CONTROL_PLANE") == "1"
@@ -39,11 +40,6 @@ def apiserver_only(tmp_path_factory):
     plane = _start(tmp_path_factory, "apiserver")
     yield plane
     plane.stop()
-
-
-# a second scheduler profile whose DynamicResources filter gives up fast (test_filter_timeout.py)
-SHORT_FILTER = {"schedulerName": "dra-short-filter", "pluginConfig": [{"name": "DynamicResources", "args": {
-    "apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "DynamicResourcesArgs", "filterTimeout": "100ms"}}]}
 
 
 @pytest.fixture(scope="session")

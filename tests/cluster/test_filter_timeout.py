@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import yaml
 
-from clusterobjects import driver_class, ready_node, scheduled_false, settle
-from conftest import SHORT_FILTER
+from clusterobjects import SHORT_FILTER, driver_class, ready_node, scheduled_false, settle
 from loader import load
 
 NODE = "filter-timeout-node-1"

@@ -460,27 +460,55 @@ def test_empty_capacity_map_resets_what_karpenter_remembers():
 # -- docs/kubernetes/nodeoverlay.md §6.7 runtime validation, §6.9 --------------------------------------------
 
 @pytest.mark.parametrize("requirements,capacity,expected", [
-    ([req("karpenter.sh/foo", "Exists")], None, "using label karpenter.sh/foo is not allowed"),
-    ([req("sub.karpenter.sh/foo", "Exists")], None, "using label sub.karpenter.sh/foo is not allowed"),
-    ([req("kubernetes.io/hostname", "In", "n1")], None, "using label kubernetes.io/hostname is not allowed"),
-    ([req("example.com/k", "In")], None, "key example.com/k with operator In must have a value defined"),
-    ([req("example.com/k", "NotIn")], None, "key example.com/k with operator NotIn must have a value defined"),
-    ([req("example.com/k", "Gt", "-1")], None, "must have a single positive integer value"),
-    ([req("example.com/k", "Lte", "abc")], None, "must have a single positive integer value"),
-    ([req("example.com/k", "Gte", "1", "2")], None, "must have a single positive integer value"),
-    ([req("example.com/k", "Near", "1")], None, "key example.com/k has an unsupported operator Near"),
     ([req(CT, "In", "bogus")], None, "no valid values found in [bogus] for karpenter.sh/capacity-type"),
     ([req("example.com/k", "In", "-bad-")], None, "invalid value -bad- for key example.com/k"),
-    ([req("Example.com/k", "Exists")], None, "prefix part a lowercase RFC 1123 subdomain"),
-    ([], {"cpu": "1"}, "invalid capacity: cpu in resource, restricted"),
-    ([], {"pods": "1"}, "invalid capacity: pods in resource, restricted"),
 ])
 def test_runtime_validation_failures(requirements, capacity, expected):
+    """What the v1.14.1 CRD admits (the real API server took these) and the runtime check refuses."""
     result = evaluate([overlay("o", requirements=requirements, price="1", capacity=capacity)], [pool()], F1)
     view = result.overlay("o")
     assert view.status == "RuntimeValidation" and expected in view.message
     assert prices(result)["spot/test-zone-1"] == 1.020
     assert findings(result)[0].code == "OverlayRuntimeValidation" and findings(result)[0].severity == "error"
+    assert "Karpenter skips" in findings(result)[0].message
+
+
+# what the v1.14.1 CRD refuses at admission, in the real API server's words (each one sent to it in
+# tests/karpenter/test_overlay_oracle.py or read from the refusal it gave): such an object never
+# reaches Karpenter, so it can only come from a file, and is named as one the API server refuses
+PATTERN = ("'^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*(\\/))?([A-Za-z0-9][-A-Za-z0-9_.]*)?"
+           "[A-Za-z0-9]$'")
+
+
+@pytest.mark.parametrize("requirements,capacity,expected", [
+    ([req("karpenter.sh/foo", "Exists")], None,
+     'spec.requirements[0].key: Invalid value: "karpenter.sh/foo": label domain "karpenter.sh" is restricted'),
+    ([req("sub.karpenter.sh/foo", "Exists")], None,
+     'spec.requirements[0].key: Invalid value: "sub.karpenter.sh/foo": label domain "karpenter.sh" is restricted'),
+    ([req("kubernetes.io/hostname", "In", "n1")], None,
+     'spec.requirements[0].key: Invalid value: "kubernetes.io/hostname": label "kubernetes.io/hostname" is restricted'),
+    ([req("example.com/k", "In")], None,
+     "spec.requirements: Invalid value: requirements with operator 'In' must have a value defined"),
+    ([req("example.com/k", "NotIn")], None,
+     "spec.requirements: Invalid value: requirements with operator 'NotIn' must have a value defined"),
+    ([req("example.com/k", "Gt", "-1")], None, "spec.requirements: Invalid value: requirements operator 'Gt', 'Lt', "
+                                                "'Gte' or 'Lte' must have a single positive integer value"),
+    ([req("example.com/k", "Lte", "abc")], None, "must have a single positive integer value"),
+    ([req("example.com/k", "Gte", "1", "2")], None, "must have a single positive integer value"),
+    ([req("example.com/k", "Near", "1")], None, 'spec.requirements[0].operator: Unsupported value: "Near": supported '
+                                                'values: "Gte", "Lte", "In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"'),
+    ([req("Example.com/k", "Exists")], None,
+     f'spec.requirements[0].key: Invalid value: "Example.com/k": spec.requirements[0].key in body should match {PATTERN}'),
+    ([], {"cpu": "1"}, "spec.capacity: Invalid value: invalid resource restricted"),
+    ([], {"pods": "1"}, "spec.capacity: Invalid value: invalid resource restricted"),
+])
+def test_what_the_crd_refuses_is_named_as_refused(requirements, capacity, expected):
+    result = evaluate([overlay("o", requirements=requirements, price="1", capacity=capacity)], [pool()], F1)
+    view = result.overlay("o")
+    assert expected in view.message and "restricted in requirements" not in view.message  # no runtime words
+    assert prices(result)["spot/test-zone-1"] == 1.020
+    [finding] = [f for f in findings(result) if f.code == "OverlayRuntimeValidation"]
+    assert "API server's CRD validation would refuse this object" in finding.message
 
 
 @pytest.mark.parametrize("requirement", [
@@ -550,6 +578,23 @@ def test_status_disagreement(karpenter, ours, disagree):
     assert status(result, "a") == ours
     assert ("OverlayStatusDisagrees" in codes(result)) is disagree
     assert result.overlay("a").karpenter_status.reason == karpenter[1]
+
+
+@pytest.mark.parametrize("reason", ["Conflict", "RuntimeValidation"])
+def test_the_verdict_is_read_from_validation_succeeded_not_ready(reason):
+    """The real v1.14.1 controller puts the reason on ValidationSucceeded only; Ready says
+    UnhealthyDependents (tests/karpenter caught the project reading Ready first)."""
+    conditions = [{"type": "ValidationSucceeded", "status": "False", "reason": reason, "observedGeneration": 1,
+                   "message": "conflict with another overlay"},
+                  {"type": "Ready", "status": "False", "reason": "UnhealthyDependents", "observedGeneration": 1,
+                   "message": "ValidationSucceeded=False"}]
+    subject = overlay("a", requirements=ON_DEFAULT, price="1", conditions=conditions,
+                      raw_spec={"weight": 0} if reason == "RuntimeValidation" else None)
+    ready = [{"type": "Ready", "status": "True", "reason": "Ready"}]
+    others = [overlay("b", requirements=ON_DEFAULT, price="2", conditions=ready)] if reason == "Conflict" else []
+    result = evaluate([subject, *others], [pool()], F1)
+    assert status(result, "a") == reason and result.overlay("a").karpenter_status.reason == reason
+    assert "OverlayStatusDisagrees" not in codes(result)
 
 
 def test_no_status_anywhere_suggests_the_controller_is_not_running():

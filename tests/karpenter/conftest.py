@@ -1,0 +1,82 @@
+"""The Karpenter tier: the real Karpenter controller set (its kwok provider, sigs.k8s.io/karpenter
+v1.14.1, built by scripts/build-karpenter) beside a real v1.37.2 API server, as the oracle for what
+kubectl-dra says of NodeOverlays (docs/kubernetes/nodeoverlay.md §7).
+
+Skipped with one reason when the binaries are missing; ``KUBECTL_DRA_REQUIRE_CONTROL_PLANE=1`` (set
+by .ci/run) makes that a failure instead. Karpenter's log is attached to a failing test's report.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE), str(HERE.parent / "cluster")]
+
+import kwok  # noqa: E402
+from controlplane import binaries_present, free_port, started  # noqa: E402
+
+REQUIRED = os.environ.get("KUBECTL_DRA_REQUIRE_CONTROL_PLANE") == "1"
+_RUNNING: list = []
+
+
+def pytest_collection_modifyitems(config, items):
+    if (binaries_present() and kwok.binaries_present()) or REQUIRED:
+        return
+    reason = f"Karpenter's kwok provider not built in {kwok.BIN} (scripts/build-karpenter needs Go)"
+    for item in items:
+        if "tests/karpenter/" in str(item.fspath).replace(os.sep, "/"):
+            item.add_marker(pytest.mark.skip(reason=reason))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if report.failed and _RUNNING:
+        report.sections.append(("karpenter log (last lines)", _RUNNING[0].tail(60)))
+
+
+def _wait_for(what: str, check, timeout: float = 60.0, every: float = 0.2):
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(every)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+@pytest.fixture(scope="session")
+def karpenter(tmp_path_factory):
+    """(the control plane, Karpenter) with the CRDs and a KWOKNodeClass named default."""
+    if not kwok.binaries_present():
+        pytest.fail(f"KUBECTL_DRA_REQUIRE_CONTROL_PLANE=1 but Karpenter is not built in {kwok.BIN}")
+    work = tmp_path_factory.mktemp("karpenter")
+    plane = started(work / "plane")
+    running = None
+    try:
+        from loader import load
+
+        load(plane, [yaml.safe_load(path.read_text()) for path in sorted(kwok.CRDS.glob("*.yaml"))])
+        plane.request("POST", "/apis/karpenter.kwok.sh/v1alpha1/kwoknodeclasses",
+                      {"apiVersion": "karpenter.kwok.sh/v1alpha1", "kind": "KWOKNodeClass", "metadata": {"name": "default"}})
+        running = kwok.start(plane.kubeconfig(work / "karpenter.kubeconfig"), work, free_port)
+        _RUNNING[:] = [running]
+        _wait_for("Karpenter's nodeoverlay controller to start",
+                  lambda: running.proc.poll() is not None or b'"controller":"nodeoverlay.controller"'
+                  b',"controllerGroup":"karpenter.sh","controllerKind":"NodeOverlay","worker count"'
+                  in running.log.read_bytes())
+        assert running.proc.poll() is None, running.tail()
+        yield plane, running
+    finally:
+        if running is not None:
+            running.stop()
+        _RUNNING.clear()
+        plane.stop()

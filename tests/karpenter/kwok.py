@@ -1,0 +1,99 @@
+"""The Karpenter tier's world: a small set of instance types, written twice from one table, once as
+the kwok provider reads them (INSTANCE_TYPES_FILE_PATH, kwok/cloudprovider/helpers.go
+InstanceTypeOptions) and once as kubectl-dra's InstanceTypeCatalog, with the labels the provider
+derives (setDefaultOptions, newInstanceType: family from the name before the first "-" or ".",
+size = cpu); and the Karpenter process itself, started beside a control plane."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+VERSION = "v1.14.1"
+ROOT = Path(os.environ.get("KUBECTL_DRA_CACHE", Path.home() / ".cache" / "kubectl-dra")) / f"karpenter-{VERSION}"
+BIN, CRDS = ROOT / "bin", ROOT / "crds"
+ZONES = ("test-zone-a", "test-zone-b")
+
+# name, cpu, memory, on-demand price, spot price (USD/h, per zone the same)
+TABLE = [
+    ("c-2x-amd64-linux", 2, "4Gi", 0.10, 0.04),
+    ("c-4x-amd64-linux", 4, "8Gi", 0.20, 0.08),
+    ("c-8x-amd64-linux", 8, "16Gi", 0.40, 0.16),
+    ("m-4x-amd64-linux", 4, "16Gi", 0.25, 0.10),
+    ("m-16x-amd64-linux", 16, "64Gi", 1.00, 0.40),
+]
+
+
+def binaries_present() -> bool:
+    return (BIN / "karpenter-kwok").is_file() and (CRDS / "karpenter.kwok.sh_kwoknodeclasses.yaml").is_file()
+
+
+def kwok_instance_types() -> list[dict]:
+    out = []
+    for name, cpu, memory, on_demand, spot in TABLE:
+        offerings = [{"Price": price, "Available": True, "Requirements": [
+            {"key": "karpenter.sh/capacity-type", "operator": "In", "values": [kind]},
+            {"key": "topology.kubernetes.io/zone", "operator": "In", "values": [zone]}]}
+            for zone in ZONES for kind, price in (("spot", spot), ("on-demand", on_demand))]
+        out.append({"name": name, "offerings": offerings, "architecture": "amd64", "operatingSystems": ["linux"],
+                    "resources": {"cpu": str(cpu), "memory": memory}})
+    return out
+
+
+def catalog(node_pools: list[str]) -> dict:
+    """The same instance types as kubectl-dra's InstanceTypeCatalog, offered to ``node_pools``."""
+    types = []
+    for name, cpu, memory, on_demand, spot in TABLE:
+        types.append({
+            "name": name, "nodePools": list(node_pools),
+            "capacity": {"cpu": str(cpu), "memory": memory, "pods": "110"},
+            "labels": {"node.kubernetes.io/instance-type": name, "kubernetes.io/arch": "amd64",
+                       "kubernetes.io/os": "linux", "karpenter.kwok.sh/instance-family": name.split("-")[0],
+                       "karpenter.kwok.sh/instance-size": str(cpu), "karpenter.kwok.sh/instance-cpu": str(cpu),
+                       "karpenter.kwok.sh/instance-memory": memory},
+            "offerings": [{"capacityType": kind, "zone": zone, "price": price}
+                          for zone in ZONES for kind, price in (("spot", spot), ("on-demand", on_demand))],
+            "requirements": [{"key": "topology.kubernetes.io/zone", "operator": "In", "values": list(ZONES)},
+                             {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand", "spot"]}],
+        })
+    return {"apiVersion": "kubectl-dra.io/v1alpha1", "kind": "InstanceTypeCatalog", "instanceTypes": types}
+
+
+@dataclass
+class Karpenter:
+    proc: subprocess.Popen
+    log: Path
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=5)
+
+    def tail(self, lines: int = 40) -> str:
+        try:
+            return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+
+def start(kubeconfig: Path, workdir: Path, free_port, gates: str = "NodeOverlay=true") -> Karpenter:
+    """karpenter-kwok against the plane: leader election off, the NodeOverlay gate as given, its two
+    ports on loopback-free ports, the tier's instance types."""
+    import json
+
+    types = workdir / "instance-types.json"
+    types.write_text(json.dumps(kwok_instance_types()))
+    env = {**os.environ, "KUBECONFIG": str(kubeconfig), "DISABLE_LEADER_ELECTION": "true", "FEATURE_GATES": gates,
+           "METRICS_PORT": str(free_port()), "HEALTH_PROBE_PORT": str(free_port()), "LOG_LEVEL": "debug",
+           "INSTANCE_TYPES_FILE_PATH": str(types), "BATCH_MAX_DURATION": "2s", "BATCH_IDLE_DURATION": "500ms"}
+    log = workdir / "karpenter.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([str(BIN / "karpenter-kwok")], env=env, stdout=out, stderr=subprocess.STDOUT)
+    return Karpenter(proc, log)
