@@ -19,7 +19,7 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent / "cluster")]
 
 import kwok  # noqa: E402
-from controlplane import binaries_present, free_port, started  # noqa: E402
+from controlplane import binaries_present, started  # noqa: E402
 
 REQUIRED = os.environ.get("KUBECTL_DRA_REQUIRE_CONTROL_PLANE") == "1"
 _RUNNING: list = []
@@ -39,7 +39,8 @@ def pytest_runtest_makereport(item, call):
     outcome = yield
     report = outcome.get_result()
     if report.failed and _RUNNING:
-        report.sections.append(("karpenter log (last lines)", _RUNNING[0].tail(60)))
+        plane, proc = _RUNNING[0]
+        report.sections.append(("karpenter log (last lines)", plane.tail(proc, 60)))
 
 
 def _wait_for(what: str, check, timeout: float = 60.0, every: float = 0.2):
@@ -60,23 +61,20 @@ def karpenter(tmp_path_factory):
         pytest.fail(f"KUBECTL_DRA_REQUIRE_CONTROL_PLANE=1 but Karpenter is not built in {kwok.BIN}")
     work = tmp_path_factory.mktemp("karpenter")
     plane = started(work / "plane")
-    running = None
     try:
         from loader import load
 
         load(plane, [yaml.safe_load(path.read_text()) for path in sorted(kwok.CRDS.glob("*.yaml"))])
         plane.request("POST", "/apis/karpenter.kwok.sh/v1alpha1/kwoknodeclasses",
                       {"apiVersion": "karpenter.kwok.sh/v1alpha1", "kind": "KWOKNodeClass", "metadata": {"name": "default"}})
-        running = kwok.start(plane.kubeconfig(work / "karpenter.kubeconfig"), work, free_port)
-        _RUNNING[:] = [running]
+        proc = kwok.start(plane, work)
+        _RUNNING[:] = [(plane, proc)]
         _wait_for("Karpenter's nodeoverlay controller to start",
-                  lambda: running.proc.poll() is not None or b'"controller":"nodeoverlay.controller"'
+                  lambda: proc.popen.poll() is not None or b'"controller":"nodeoverlay.controller"'
                   b',"controllerGroup":"karpenter.sh","controllerKind":"NodeOverlay","worker count"'
-                  in running.log.read_bytes())
-        assert running.proc.poll() is None, running.tail()
-        yield plane, running
+                  in proc.log.read_bytes())
+        assert proc.popen.poll() is None, plane.tail(proc)
+        yield plane, proc
     finally:
-        if running is not None:
-            running.stop()
         _RUNNING.clear()
-        plane.stop()
+        plane.stop()  # Karpenter first: it was started last

@@ -7,9 +7,7 @@ size = cpu); and the Karpenter process itself, started beside a control plane.""
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
-from dataclasses import dataclass
 from pathlib import Path
 
 VERSION = "v1.14.1"
@@ -62,38 +60,24 @@ def catalog(node_pools: list[str]) -> dict:
     return {"apiVersion": "kubectl-dra.io/v1alpha1", "kind": "InstanceTypeCatalog", "instanceTypes": types}
 
 
-@dataclass
-class Karpenter:
-    proc: subprocess.Popen
-    log: Path
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=5)
-
-    def tail(self, lines: int = 40) -> str:
-        try:
-            return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
-        except OSError:
-            return ""
-
-
-def start(kubeconfig: Path, workdir: Path, free_port, gates: str = "NodeOverlay=true") -> Karpenter:
-    """karpenter-kwok against the plane: leader election off, the NodeOverlay gate as given, its two
-    ports on loopback-free ports, the tier's instance types."""
+def start(plane, workdir: Path, gates: str = "NodeOverlay=true"):
+    """karpenter-kwok against ``plane``, as one more of its processes (``plane.stop()`` stops it
+    first, ``plane.tail()`` reads its log): leader election off, the NodeOverlay gate as given, its
+    two ports free ones, the tier's instance types."""
     import json
+
+    from controlplane import Process, free_port
 
     types = workdir / "instance-types.json"
     types.write_text(json.dumps(kwok_instance_types()))
-    env = {**os.environ, "KUBECONFIG": str(kubeconfig), "DISABLE_LEADER_ELECTION": "true", "FEATURE_GATES": gates,
-           "METRICS_PORT": str(free_port()), "HEALTH_PROBE_PORT": str(free_port()), "LOG_LEVEL": "debug",
-           "INSTANCE_TYPES_FILE_PATH": str(types), "BATCH_MAX_DURATION": "2s", "BATCH_IDLE_DURATION": "500ms"}
+    env = {**os.environ, "KUBECONFIG": str(plane.kubeconfig(workdir / "karpenter.kubeconfig")),
+           "DISABLE_LEADER_ELECTION": "true", "FEATURE_GATES": gates, "METRICS_PORT": str(free_port()),
+           "HEALTH_PROBE_PORT": str(free_port()), "LOG_LEVEL": "debug", "INSTANCE_TYPES_FILE_PATH": str(types),
+           "BATCH_MAX_DURATION": "2s", "BATCH_IDLE_DURATION": "500ms"}
     log = workdir / "karpenter.log"
     with open(log, "wb") as out:
-        proc = subprocess.Popen([str(BIN / "karpenter-kwok")], env=env, stdout=out, stderr=subprocess.STDOUT)
-    return Karpenter(proc, log)
+        popen = subprocess.Popen([str(BIN / "karpenter-kwok")], env=env, stdout=out, stderr=subprocess.STDOUT,
+                                 stdin=subprocess.DEVNULL, start_new_session=True)
+    proc = Process("karpenter-kwok", popen, log)
+    plane.processes.append(proc)
+    return proc

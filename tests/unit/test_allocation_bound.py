@@ -146,7 +146,8 @@ def test_a_filter_timeout_the_scheduler_refuses_is_a_bad_configuration(value, wo
         from_config(config, "default-scheduler", "sched.yaml")
 
 
-def test_explain_pod_gives_the_scheduler_words_and_no_message_of_its_own():
+def _scheduling(filter_timeout: str):
+    """explain pod's scheduling of a pod with the issue's claim, under a profile with that filterTimeout."""
     pod = parse_object({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ml", "uid": "p-uid"},
                         "spec": {"containers": [{"name": "c", "image": "x", "resources": {"claims": [{"name": "d"}]}}],
                                  "resourceClaims": [{"name": "d", "resourceClaimName": "c"}]}})
@@ -156,8 +157,12 @@ def test_explain_pod_gives_the_scheduler_words_and_no_message_of_its_own():
     for kind in ("Node", "Pod", "ResourceClaim", "ResourceSlice", "DeviceClass", "DeviceTaintRule"):
         inventory.read_kinds.add(kind)
     config = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
-              "profiles": [{"pluginConfig": [{"name": "DynamicResources", "args": {"filterTimeout": "50ms"}}]}]}
-    scheduling = explain_scheduling(pod, inventory, from_config(config, "default-scheduler", "sched.yaml"))
+              "profiles": [{"pluginConfig": [{"name": "DynamicResources", "args": {"filterTimeout": filter_timeout}}]}]}
+    return explain_scheduling(pod, inventory, from_config(config, "default-scheduler", "sched.yaml"))
+
+
+def test_explain_pod_gives_the_scheduler_words_and_no_message_of_its_own():
+    scheduling = _scheduling("50ms")
     assert scheduling.possible_error == f'running "DynamicResources" filter plugin: {WORDS}'
     assert scheduling.message is None and not scheduling.message_known and not scheduling.feasible_nodes
     [node] = scheduling.nodes
@@ -165,17 +170,6 @@ def test_explain_pod_gives_the_scheduler_words_and_no_message_of_its_own():
 
 
 def test_a_scheduler_without_a_bound_gives_its_verdict_however_long_it_searches():
-    pod = parse_object({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ml", "uid": "p-uid"},
-                        "spec": {"containers": [{"name": "c", "image": "x", "resources": {"claims": [{"name": "d"}]}}],
-                                 "resourceClaims": [{"name": "d", "resourceClaimName": "c"}]}})
-    inventory = Inventory()
-    for obj in (_node(), _class(), _slice(), _claim(6), pod):
-        inventory.add(obj)
-    for kind in ("Node", "Pod", "ResourceClaim", "ResourceSlice", "DeviceClass", "DeviceTaintRule"):
-        inventory.read_kinds.add(kind)
-    config = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
-              "profiles": [{"pluginConfig": [{"name": "DynamicResources", "args": {"filterTimeout": "0s"}}]}]}
-    profile = from_config(config, "default-scheduler", "sched.yaml")
-    scheduling = explain_scheduling(pod, inventory, profile)
+    scheduling = _scheduling("0s")
     assert scheduling.possible_error is None and scheduling.message_known
     assert scheduling.message == "0/1 nodes are available: 1 cannot allocate all claims."
