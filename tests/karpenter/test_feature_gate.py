@@ -1,0 +1,44 @@
+"""The NodeOverlay feature gate off (Karpenter's default): the real controller, started with
+NodeOverlay=false, reconciles a NodePool but never writes an overlay's status; `kubectl dra
+overlays` must then say it has not been processed (gate unknown: OverlayNotReconciled, naming the
+gate), and with --feature-gate off that Karpenter applies none of it (OverlayFeatureGateOff)."""
+
+from __future__ import annotations
+
+import time
+
+import yaml
+
+import kwok
+from controlplane import started
+from loader import load
+from test_overlay_oracle import _ready, node_pool, overlay
+
+
+def test_with_the_gate_off_no_overlay_is_processed_and_kubectl_dra_says_so(dra, tmp_path):
+    plane = started(tmp_path / "plane")
+    try:
+        load(plane, [yaml.safe_load(path.read_text()) for path in sorted(kwok.CRDS.glob("*.yaml"))])
+        plane.request("POST", "/apis/karpenter.kwok.sh/v1alpha1/kwoknodeclasses",
+                      {"apiVersion": "karpenter.kwok.sh/v1alpha1", "kind": "KWOKNodeClass", "metadata": {"name": "default"}})
+        plane.request("POST", "/apis/karpenter.sh/v1alpha1/nodeoverlays", overlay("cheaper", 10, priceAdjustment="-10%"))
+        plane.request("POST", "/apis/karpenter.sh/v1/nodepools", node_pool("p"))
+        proc = kwok.start(plane, tmp_path, gates="NodeOverlay=false")
+        deadline = time.monotonic() + 60
+        while not _ready(plane, "p"):  # Karpenter is running and has reconciled what was there before it
+            assert proc.popen.poll() is None and time.monotonic() < deadline, plane.tail(proc)
+            time.sleep(0.2)
+        status = plane.request("GET", "/apis/karpenter.sh/v1alpha1/nodeoverlays/cheaper").get("status") or {}
+        assert not status.get("conditions"), status  # the overlay controller does not run with the gate off
+
+        catalog = tmp_path / "catalog.yaml"
+        catalog.write_text(yaml.safe_dump(kwok.catalog(["p"])))
+        kubeconfig = str(plane.kubeconfig(tmp_path / "kubeconfig"))
+        unknown = dra("overlays", "--kubeconfig", kubeconfig, "--catalog", str(catalog), "-o", "json").json()
+        [finding] = [f for f in unknown["findings"] if f["code"] == "OverlayNotReconciled"]
+        assert "feature gate" in finding["message"]
+        off = dra("overlays", "--kubeconfig", kubeconfig, "--catalog", str(catalog), "--feature-gate", "off",
+                  "-o", "json").json()
+        assert off["featureGate"] is False and "OverlayFeatureGateOff" in [f["code"] for f in off["findings"]]
+    finally:
+        plane.stop()
