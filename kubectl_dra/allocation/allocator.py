@@ -483,29 +483,26 @@ class Allocator:
     # -- the checks of one device, in the allocator's order --------------------------------------
 
     def _refusal(self, request: _Request, pool: Pool, rs: ResourceSlice, device: Device, node: Node,
-                 attempt: _Attempt, preselected: bool = False) -> tuple[str, str] | None:
+                 attempt: _Attempt, preselected: bool = False, settled: bool = False) -> tuple[str, str] | None:
         """Why ``request`` cannot take the device now, as (reason, message), or None when it can (its
         claim's constraints aside). The one order of device checks, the scheduler's: ``allocateOne``'s
         device loop (in use, ``isSelectable``, ``CmpRequestOverCapacity``) then ``allocateDevice``
         (counters, taints; the search adds constraints), in k8s.io/dynamic-resource-allocation@v0.37.2
         structured/internal/incubating/allocator_incubating.go. ``preselected``: an ``All`` request's
-        device, selected when its request was built, so ``allocateDevice``'s checks alone."""
+        device, selected when its request was built, so ``allocateDevice``'s checks alone;
+        ``settled``: a device that passed the checks that cannot change during a search (selection,
+        taints) once already for this request, so only the others."""
         key = (pool.driver, pool.name, device.name)
         multi = self._multi(device)
-        return (self._in_use_refusal(request, key, multi, attempt)
-                or (None if preselected else (self._selection_refusal(request, pool, rs, device, node)
-                                              or self._capacity_refusal(request, pool, device, attempt)))
-                or self._counters_refusal(pool, device, key, multi, attempt)
-                or self._taint_refusal(request, pool, device))
-
-    def _changing_refusal(self, request: _Request, pool: Pool, device: Device, attempt: _Attempt):
-        """``_refusal`` without the checks whose answer cannot change during a search (selection,
-        taints): for a device that has passed them once for this request."""
-        key = (pool.driver, pool.name, device.name)
-        multi = self._multi(device)
-        return (self._in_use_refusal(request, key, multi, attempt)
-                or self._capacity_refusal(request, pool, device, attempt)
-                or self._counters_refusal(pool, device, key, multi, attempt))
+        refusal = self._in_use_refusal(request, key, multi, attempt)
+        if refusal is None and not preselected:
+            if not settled:
+                refusal = self._selection_refusal(request, pool, rs, device, node)
+            refusal = refusal or self._capacity_refusal(request, pool, device, attempt)
+        refusal = refusal or self._counters_refusal(pool, device, key, multi, attempt)
+        if refusal is None and not settled:
+            refusal = self._taint_refusal(request, pool, device)
+        return refusal
 
     def _in_use_refusal(self, request: _Request, key: tuple, multi: bool, attempt: _Attempt):
         """Checked first upstream because it is cheap. Admin access only minds its own claim's picks in
@@ -830,8 +827,8 @@ class _Search:
         self.node = node
         self.flat = [(pool, rs, device) for pool in pools if not (pool.incomplete or pool.invalid)
                      for rs in pool.slices for device in rs.spec.devices]
-        self.skip: dict[int, bytearray] = {}  # per request (id): devices refused for good (_STATIC)
-        self.passed: dict[int, bytearray] = {}  # per request (id): devices that passed the _STATIC checks
+        # per request (id), per device: refused for good (_STATIC), and passed what cannot change
+        self.marks: dict[int, tuple[bytearray, bytearray]] = {}
         self.attempt = _Attempt()
         self.picks: list[list[Pick]] = [[] for _ in allocator.claims]  # per claim, what it has taken
         self.constraints = [allocator._constraints(claim) for claim in allocator.claims]  # per claim
@@ -904,15 +901,14 @@ class _Search:
 
     def fill_from_pools(self, slot: _Slot, request: _Request, within_subrequest: bool, resume: int) -> bool:
         """Devices in pool, slice, device order from ``resume``; each one taken is tried to the end."""
-        skip = self.skip.get(id(request))
-        if skip is None:  # per device: 1 refused for good
-            skip = self.skip[id(request)] = bytearray(len(self.flat))
-            self.passed[id(request)] = bytearray(len(self.flat))  # 1: passed what cannot change
-        flat = self.flat
+        marks = self.marks.get(id(request))
+        if marks is None:
+            marks = self.marks[id(request)] = (bytearray(len(self.flat)), bytearray(len(self.flat)))
+        skip, flat = marks[0], self.flat
         index = skip.find(0, resume)  # the next device not refused for good, found in C
         while index >= 0:
             pool, rs, device = flat[index]
-            undo = self.take(request, pool, rs, device, must=False, skip=skip, index=index)
+            undo = self.take(request, pool, rs, device, must=False, marks=marks, index=index)
             if undo is not None and self.continue_or_undo(undo, slot.next_device(), within_subrequest, index + 1):
                 return True
             index = skip.find(0, index + 1)
@@ -930,24 +926,22 @@ class _Search:
         return done
 
     def take(self, request: _Request, pool: Pool, rs: ResourceSlice, device: Device, must: bool,
-             skip: bytearray | None = None, index: int = 0):
+             marks: tuple[bytearray, bytearray] | None = None, index: int = 0):
         """``allocateDevice``: the device's checks, then its claim's constraints (a broken one is an
         error for ``must``, an ``All`` request); an undo function, or None when it cannot be taken.
-        A refusal that cannot change during the search marks the device in ``skip``."""
+        ``marks`` (the request's skip and passed arrays, ``index`` the device's place) remember what
+        cannot change during the search: a refusal for good, or having passed those checks."""
         self.tick()
         allocator, attempt = self.allocator, self.attempt
         key = (pool.driver, pool.name, device.name)
-        passed = self.passed[id(request)] if skip is not None else None
-        if passed is not None and passed[index]:
-            refusal = allocator._changing_refusal(request, pool, device, attempt)
-        else:
-            refusal = allocator._refusal(request, pool, rs, device, self.node, attempt, preselected=must)
-            if passed is not None:
-                if refusal is None:
-                    passed[index] = 1
-                elif refusal[0] in _STATIC or (refusal[0] == "AlreadyAllocated" and not request.spec.admin_access
-                                               and key in allocator.state.exclusive):
-                    skip[index] = 1
+        settled = marks is not None and bool(marks[1][index])
+        refusal = allocator._refusal(request, pool, rs, device, self.node, attempt, preselected=must, settled=settled)
+        if marks is not None and not settled:
+            if refusal is None:
+                marks[1][index] = 1
+            elif refusal[0] in _STATIC or (refusal[0] == "AlreadyAllocated" and not request.spec.admin_access
+                                           and key in allocator.state.exclusive):
+                marks[0][index] = 1
         if refusal is not None:
             return None
         multi = allocator._multi(device)
