@@ -15,7 +15,8 @@ import re
 from kubectl_dra.labels import label_value_errors, qualified_name_errors
 from kubectl_dra.model.karpenter import NodeOverlay, NodeSelectorRequirement
 from kubectl_dra.overlays.requirements import (
-    BOUND_OPERATORS, CAPACITY_TYPE, HOSTNAME, IN, NOT_IN, OPERATORS, WELL_KNOWN_LABELS, normalize_key, parse_int,
+    BOUND_OPERATORS, CAPACITY_TYPE, HOSTNAME, IN, NODEPOOL, NOT_IN, OPERATORS, WELL_KNOWN_LABELS, normalize_key,
+    parse_int,
 )
 
 MAX_REQUIREMENTS = 100
@@ -30,6 +31,7 @@ PRICE = re.compile(r"\d+(\.\d+)?", re.ASCII)
 # the CRD's pattern for a requirement key, and the words the API server refuses the CEL rules with
 KEY_PATTERN = (r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*(\/))?"
                r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_KEY = re.compile(KEY_PATTERN)
 CRD_OPERATORS = ("Gte", "Lte", "In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")  # the enum, in its order
 PRICE_ADJUSTMENT = re.compile(
     r"[+-]\d*\.?\d+"          # signed absolute delta, any size
@@ -109,9 +111,9 @@ def schema_errors(overlay: NodeOverlay) -> list[str]:
         at = f"spec.requirements[{i}]"
         if len(req.key) > MAX_KEY_LENGTH:
             errors.append(f"{at}.key: Too long: may not be more than {MAX_KEY_LENGTH} bytes")
-        elif not re.fullmatch(KEY_PATTERN, req.key):
+        elif not _KEY.fullmatch(req.key):
             errors.append(f'{at}.key: Invalid value: "{req.key}": {at}.key in body should match \'{KEY_PATTERN}\'')
-        elif req.key not in ("karpenter.sh/capacity-type", "karpenter.sh/nodepool") and \
+        elif req.key not in (CAPACITY_TYPE, NODEPOOL) and \
                 req.key.split("/", 1)[0].endswith("karpenter.sh"):  # the rule's own test: a suffix, not a domain
             errors.append(f'{at}.key: Invalid value: "{req.key}": label domain "karpenter.sh" is restricted')
         elif req.key == HOSTNAME:

@@ -120,11 +120,10 @@ class DynamicResources(Plugin):
             outcome = state.allocator.allocate(node.node, gather(node.node, [*by_node.get(node.name, ()), *shared],
                                                                  by_pool))
             state.outcomes[node.name] = outcome
-            if outcome.undetermined and outcome.timing:  # stopped at the scheduler's own bound
-                return Status.unknown(outcome.undetermined, possible_error=outcome.possible_error)
-            if outcome.undetermined:
-                return Status.unknown(f"the allocation of the pod's claims cannot be reproduced: {outcome.undetermined}",
-                                      possible_error=outcome.possible_error)
+            if outcome.undetermined:  # a stopped search (timing) says itself why; anything else cannot be reproduced
+                why = outcome.undetermined if outcome.timing else \
+                    f"the allocation of the pod's claims cannot be reproduced: {outcome.undetermined}"
+                return Status.unknown(why, possible_error=outcome.possible_error)
             if outcome.error == INVALID_POOLS:
                 return Status.unschedulable(INVALID_POOLS, unresolvable=True,
                                             evidence=[Evidence(reason=INVALID_POOLS, detail=outcome.error)])
