@@ -249,6 +249,14 @@ class ControlPlane:
             "profiles": [{"schedulerName": "default-scheduler"}, *self.scheduler_profiles]}, sort_keys=False))
         return [f"--config={path}"]
 
+    def absent(self, path: str) -> bool:
+        """The API server answers 404 for ``path`` (any other refusal is not "absent")."""
+        try:
+            self.request("GET", path)
+            return False
+        except urllib.error.HTTPError as exc:
+            return exc.code == 404
+
     def _exists(self, path: str) -> bool:
         try:
             self.request("GET", path)

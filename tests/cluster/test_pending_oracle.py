@@ -475,14 +475,6 @@ def _term(rng, nodes: list[str]) -> dict:
 # -- the cluster --------------------------------------------------------------------------------
 
 
-def _absent(plane, path: str) -> bool:
-    try:
-        plane.request("GET", path)
-        return False
-    except urllib.error.HTTPError as exc:
-        return exc.code == 404
-
-
 def _items(plane, path: str) -> list[dict]:
     return plane.request("GET", path)["items"]
 
@@ -523,7 +515,7 @@ def clean_slate(plane) -> None:
     paths += [f"/api/v1/nodes/{n}" for n in nodes]
     for path in paths:
         _delete(plane, path)
-    wait_for("the previous scenario's objects to be gone", lambda: all(_absent(plane, p) for p in paths), timeout=60)
+    wait_for("the previous scenario's objects to be gone", lambda: all(plane.absent(p) for p in paths), timeout=60)
 
 
 def up_to_preemption(message: str) -> str:
@@ -565,7 +557,7 @@ def test_the_explainer_writes_the_schedulers_message(plane, dra, tmp_path, capsy
         clean_slate(plane)
         world = scenario(seed)
         ns = world["namespace"]
-        if _absent(plane, f"/api/v1/namespaces/{ns}"):
+        if plane.absent(f"/api/v1/namespaces/{ns}"):
             plane.request("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
                                                          "metadata": {"name": ns}})
         load(plane, [*world["runtime"], *world["nodes"], world["class"], *world["slices"], *world["bound"],

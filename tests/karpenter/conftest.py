@@ -19,6 +19,7 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent / "cluster")]
 
 import kwok  # noqa: E402
+from clusterobjects import wait_for  # noqa: E402
 from controlplane import binaries_present, started  # noqa: E402
 
 REQUIRED = os.environ.get("KUBECTL_DRA_REQUIRE_CONTROL_PLANE") == "1"
@@ -43,17 +44,6 @@ def pytest_runtest_makereport(item, call):
         report.sections.append(("karpenter log (last lines)", plane.tail(proc, 60)))
 
 
-def _wait_for(what: str, check, timeout: float = 60.0, every: float = 0.2):
-    import time
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(every)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 @pytest.fixture(scope="session")
 def karpenter(tmp_path_factory):
     """(the control plane, Karpenter) with the CRDs and a KWOKNodeClass named default."""
@@ -69,7 +59,7 @@ def karpenter(tmp_path_factory):
                       {"apiVersion": "karpenter.kwok.sh/v1alpha1", "kind": "KWOKNodeClass", "metadata": {"name": "default"}})
         proc = kwok.start(plane, work)
         _RUNNING[:] = [(plane, proc)]
-        _wait_for("Karpenter's nodeoverlay controller to start",
+        wait_for("Karpenter's nodeoverlay controller to start",
                   lambda: proc.popen.poll() is not None or b'"controller":"nodeoverlay.controller"'
                   b',"controllerGroup":"karpenter.sh","controllerKind":"NodeOverlay","worker count"'
                   in proc.log.read_bytes())

@@ -5,11 +5,10 @@ gate), and with --feature-gate off that Karpenter applies none of it (OverlayFea
 
 from __future__ import annotations
 
-import time
-
 import yaml
 
 import kwok
+from clusterobjects import wait_for
 from controlplane import started
 from loader import load
 from test_overlay_oracle import _ready, node_pool, overlay
@@ -24,10 +23,9 @@ def test_with_the_gate_off_no_overlay_is_processed_and_kubectl_dra_says_so(dra, 
         plane.request("POST", "/apis/karpenter.sh/v1alpha1/nodeoverlays", overlay("cheaper", 10, priceAdjustment="-10%"))
         plane.request("POST", "/apis/karpenter.sh/v1/nodepools", node_pool("p"))
         proc = kwok.start(plane, tmp_path, gates="NodeOverlay=false")
-        deadline = time.monotonic() + 60
-        while not _ready(plane, "p"):  # Karpenter is running and has reconciled what was there before it
-            assert proc.popen.poll() is None and time.monotonic() < deadline, plane.tail(proc)
-            time.sleep(0.2)
+        # Karpenter is running and has reconciled what was there before it
+        wait_for("NodePool p Ready", lambda: proc.popen.poll() is not None or _ready(plane, "p"))
+        assert proc.popen.poll() is None, plane.tail(proc)
         status = plane.request("GET", "/apis/karpenter.sh/v1alpha1/nodeoverlays/cheaper").get("status") or {}
         assert not status.get("conditions"), status  # the overlay controller does not run with the gate off
 

@@ -8,13 +8,13 @@ controller (finding OverlayStatusDisagrees) must stay silent. Then everything is
 from __future__ import annotations
 
 import json
-import time
 import urllib.error
 
 import pytest
 import yaml
 
 import kwok
+from clusterobjects import wait_for
 
 FAMILY, CPU = "karpenter.kwok.sh/instance-family", "karpenter.kwok.sh/instance-cpu"
 CAPACITY_TYPE, NODEPOOL = "karpenter.sh/capacity-type", "karpenter.sh/nodepool"
@@ -100,16 +100,6 @@ def _verdict(obj: dict) -> str | None:
     return None
 
 
-def _wait(what: str, check, timeout: float = 60.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        got = check()
-        if got:
-            return got
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[s[0] for s in SCENARIOS])
 def test_overlay_verdicts_are_karpenters(karpenter, dra, tmp_path, scenario):
     plane, _ = karpenter
@@ -131,14 +121,14 @@ def test_overlay_verdicts_are_karpenters(karpenter, dra, tmp_path, scenario):
                 "/apis/karpenter.sh/v1alpha1/nodeoverlays"
             if obj is (overlays or [sentinel])[0]:  # overlays only once Karpenter knows the NodePools' types
                 for p in pools:
-                    _wait(f"NodePool {p['metadata']['name']} Ready", lambda p=p: _ready(plane, p["metadata"]["name"]))
+                    wait_for(f"NodePool {p['metadata']['name']} Ready", lambda p=p: _ready(plane, p["metadata"]["name"]))
             try:
                 plane.request("POST", path, obj)
             except urllib.error.HTTPError as exc:
                 pytest.fail(f"the API server refused {obj['kind']} {obj['metadata']['name']}: {exc.read()[:400]!r}")
             created.append((path, obj["metadata"]["name"]))
 
-        _wait("Karpenter's verdict on the sentinel", lambda: _verdict(plane.request(
+        wait_for("Karpenter's verdict on the sentinel", lambda: _verdict(plane.request(
             "GET", f"/apis/karpenter.sh/v1alpha1/nodeoverlays/{sentinel['metadata']['name']}")))
         items = [plane.request("GET", f"/apis/karpenter.sh/v1alpha1/nodeoverlays/{o['metadata']['name']}")
                  for o in overlays]
@@ -162,7 +152,7 @@ def test_overlay_verdicts_are_karpenters(karpenter, dra, tmp_path, scenario):
             except urllib.error.HTTPError:
                 pass
         for path, name in created:
-            _wait(f"{name} to be deleted", lambda: _gone(plane, f"{path}/{name}"))
+            wait_for(f"{name} to be deleted", lambda: plane.absent(f"{path}/{name}"))
 
 
 def _ready(plane, name: str) -> bool:
@@ -170,12 +160,6 @@ def _ready(plane, name: str) -> bool:
     return any(c["type"] == "Ready" and c["status"] == "True" for c in pool.get("status", {}).get("conditions", []))
 
 
-def _gone(plane, path: str) -> bool:
-    try:
-        plane.request("GET", path)
-        return False
-    except urllib.error.HTTPError as exc:
-        return exc.code == 404
 
 
 @pytest.mark.parametrize("scenario", REFUSED, ids=[r[0] for r in REFUSED])
