@@ -60,3 +60,20 @@ def test_a_selector_past_the_evaluator_budget_names_the_cost_error(dra, tmp_path
     [node] = doc["allocation"]["nodes"]
     assert node["undetermined"] and "counts no cost" in node["undetermined"] and node["possibleError"] == words
     assert "Unsatisfiable" not in [f["code"] for f in doc["findings"]]
+
+
+def test_a_node_without_a_verdict_is_printed_as_cannot_tell_not_as_infeasible(dra, tmp_path):
+    """The text printer once showed an undetermined node as "NOT feasible: kubectl-dra cannot tell"."""
+    documents = list(yaml.safe_load_all((FIXTURE / "cluster.yaml").read_text()))
+    expression = 'device.driver == "gpu.example.com"'
+    for level in range(5):
+        expression = f"[0,1,2,3,4,5,6,7,8,9].all(x{level}, {expression})"
+    for doc in documents:
+        if doc["kind"] == "ResourceClaim":
+            doc["spec"]["devices"]["requests"] = [{"name": "deep", "exactly": {
+                "deviceClassName": "gpu.example.com", "selectors": [{"cel": {"expression": expression}}]}}]
+    (tmp_path / "cluster.yaml").write_text(yaml.safe_dump_all(documents))
+    result = dra("explain", "claim", "wide-search", "-n", "ml", "--snapshot", str(tmp_path / "cluster.yaml"))
+    assert result.exit_code == 0, result
+    [line] = [line for line in result.stdout.splitlines() if line.strip().startswith("gpu-node-1 ")]
+    assert "cannot tell" in line and "NOT feasible" not in line
