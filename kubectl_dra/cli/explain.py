@@ -66,10 +66,11 @@ def claim(ctx: click.Context, kube, output, pod_name: str | None, only_node: str
               help="For a pod not bound to a node: the KubeSchedulerConfiguration your kube-scheduler runs "
                    "with (its profiles, disabled plugins and plugin args). Default: kube-scheduler v1.37.2's "
                    "default profile.")
+@catalog_option
 @click.argument("name", shell_complete=object_names("Pod"), callback=typed_name("Pod"))
 @click.pass_context
 def pod(ctx: click.Context, kube, output, node_flags, only_node: str | None, scheduler_config: Path | None,
-        name: str) -> None:
+        catalog: Path | None, feature_gate: bool | None, name: str) -> None:
     """Explain a pod's DRA amounts and the cgroup values that should enforce them,
     or, for a pod not bound to a node, why it is Pending.
 
@@ -90,6 +91,13 @@ def pod(ctx: click.Context, kube, output, node_flags, only_node: str | None, sch
     evaluated" and makes the node "cannot tell", never "fits".
 
     \b
+    When no node can take it and the cluster has Karpenter NodePools,
+    "Karpenter" says what Karpenter would launch: NodePool by NodePool
+    (weight order), the instance types the NodeClaim would allow (after
+    NodeOverlays: --catalog, --feature-gate), the requests, and the
+    offering the provider picks by its own price.
+
+    \b
     Examples:
       kubectl dra explain pod embedder -n ml
       kubectl dra explain pod risk-engine -n default --cgroup-driver cgroupfs -o json
@@ -99,7 +107,7 @@ def pod(ctx: click.Context, kube, output, node_flags, only_node: str | None, sch
     from kubectl_dra.commands.explain_pod import run
 
     ctx.exit(run(ctx.obj, kube=kube, output=output, node_flags=node_flags, only_node=only_node,
-                 scheduler_config=scheduler_config, name=name))
+                 scheduler_config=scheduler_config, catalog=catalog, feature_gate=feature_gate, name=name))
 
 
 @explain.command("node", epilog=EPILOG)

@@ -32,7 +32,8 @@ from kubectl_dra.printers.style import Style
 
 
 def run(env: Environment, *, kube: KubeOptions, output: OutputOptions, node_flags: dict, only_node: str | None,
-        scheduler_config: Path | None, name: str) -> ExitStatus:
+        scheduler_config: Path | None, name: str, catalog: Path | None = None,
+        feature_gate: bool | None = None) -> ExitStatus:
     env.color = output.color
     opened = open_for(env, kube)
     namespace = None if kube.all_namespaces else kube.namespace or opened.default_namespace  # None: find it
@@ -60,6 +61,12 @@ def run(env: Environment, *, kube: KubeOptions, output: OutputOptions, node_flag
     result = explain_pod(found, inventory, options, sources)
     if pending:
         _why_pending(opened, found, inventory, result, profile, only_node)
+        scheduling = result.scheduling
+        # Karpenter provisions for a pod the scheduler marked Unschedulable: only when no node fits
+        # for certain (a node that cannot be told might take it)
+        if only_node is None and scheduling is not None and not scheduling.feasible_nodes \
+                and scheduling.message_known and scheduling.error is None:
+            _karpenter_launch(opened, found, inventory, result, catalog, feature_gate)
     emit(env, result, output, text=lambda: pod_tree(result, Style(env.use_color)))
     return report_problems(env, inventory)
 
@@ -73,6 +80,38 @@ def _scheduler_profile(opened: Opened, path: Path, pod: Pod):
         raise InputError("--scheduler-config - and --snapshot - both read standard input: give one of them a file")
     return from_documents(read_documents(path, allow_stdin=True, flag="--scheduler-config"), pod.spec.scheduler_name,
                           str(path))
+
+
+def _karpenter_launch(opened: Opened, pod: Pod, inventory: Inventory, result: PodExplanation,
+                      catalog: Path | None, feature_gate: bool | None) -> None:
+    """What Karpenter would launch for a pod no node can take (``result.karpenter``); nothing
+    without NodePools. What could not be read joins the pod's problems."""
+    # start-up: pending - Karpenter's NodePools, only for a pod no node can take
+    from kubectl_dra.model.karpenter import NodeOverlay, NodePool
+    from kubectl_dra.scheduling.launch import dra_skipped, has_claims, launch_findings
+
+    if has_claims(pod):  # Karpenter's answer needs no overlay evaluation: only whether it is there
+        if opened.source.read([ReadRequest(NodePool, required=False)]).all(NodePool):
+            result.karpenter = dra_skipped()
+            result.findings += launch_findings(result.karpenter, pod)
+        return
+    # start-up: pending - the overlay evaluation loads only for a pod without claims no node can take
+    from kubectl_dra.overlays.explain import evaluate
+    from kubectl_dra.scheduling.launch import predict_launch
+
+    karpenter, instance_types = read_overlay_inputs(opened, catalog, require_overlays=False)
+    inventory.problems += [p for p in karpenter.problems if p.kind not in ("NodeOverlay", "NodePool", "NodeClaim")]
+    pools = karpenter.all(NodePool)
+    if not pools:
+        return
+    views = evaluate(karpenter.all(NodeOverlay), pools, instance_types, gate_enabled=feature_gate).instance_types
+    result.karpenter = predict_launch(pod, pools, views, instance_types)
+    # NodeOverlays that could not be read are not "none" (a CRD not served is): say so, and exit 4
+    unread = [p for p in karpenter.problems if p.kind == "NodeOverlay" and not p.not_served]
+    if unread and "NodeOverlay" not in karpenter.read_kinds:
+        inventory.problems += [p.model_copy(update={"severity": "error"}) for p in unread]
+        result.karpenter.assumptions.append("NodeOverlays could not be read: capacity and prices without them")
+    result.findings += launch_findings(result.karpenter, pod)
 
 
 def _why_pending(opened: Opened, pod: Pod, inventory: Inventory, result: PodExplanation, profile,

@@ -91,3 +91,49 @@ class OverlayExplanation(Document):
 
     def instance_type(self, node_pool: str, name: str) -> InstanceTypeView | None:
         return next((t for t in self.instance_types if t.node_pool == node_pool and t.name == name), None)
+
+
+class LaunchOffering(Part):
+    """One offering of an instance type the NodeClaim allows: the price Karpenter counts (after
+    overlays: its order, its NodePool cost) beside the provider's own price."""
+
+    instance_type: str
+    zone: str | None
+    capacity_type: str | None
+    base_price: float | None
+    price: float | None
+    overlay: str | None = None
+
+
+class LaunchInstanceType(Part):
+    name: str
+    price: float | None = None  # its cheapest compatible offering after overlays: Karpenter's order
+    overlay: str | None = None  # the overlay that set that price, if any
+
+
+class LaunchRejection(Part):
+    name: str
+    reason: str
+
+
+class NodePoolLaunch(Part):
+    """One NodePool in Karpenter's order: what the NodeClaim for the pod would ask for, or why the
+    NodePool cannot take the pod."""
+
+    name: str
+    weight: int | None
+    refused: str | None = None  # the NodePool as a whole cannot take the pod (taint, requirements, none fits)
+    requests: dict[str, str] = Field(default_factory=dict)  # the NodeClaim's spec.resources.requests
+    instance_types: list[LaunchInstanceType] = Field(default_factory=list)  # the NodeClaim's, cheapest first
+    rejected: list[LaunchRejection] = Field(default_factory=list)
+    provider_pick: list[LaunchOffering] = Field(default_factory=list)  # cheapest by the provider's own price (ties)
+    capacity_from_overlays: dict[str, list[str]] = Field(default_factory=dict)  # resource -> overlays that give it
+
+
+class KarpenterLaunch(Part):
+    """What Karpenter would launch for a pod no node can take (``explain pod``)."""
+
+    node_pool: str | None = None  # the NodePool Karpenter uses: the first in its order that can launch
+    message: str = ""
+    node_pools: list[NodePoolLaunch] = Field(default_factory=list)
+    assumptions: list[str] = Field(default_factory=list)

@@ -11,6 +11,7 @@ from kubectl_dra.cgroups.predict import ContainerCgroup, CgroupFiles
 from kubectl_dra.allocation.document import Allocation
 from kubectl_dra.document import Document, Finding, Part
 from kubectl_dra.model.claim import ResourceClaim
+from kubectl_dra.overlays.document import KarpenterLaunch
 from kubectl_dra.scheduling.document import Scheduling
 
 
@@ -60,3 +61,4 @@ class PodExplanation(Document):
     node_options_source: dict[str, str] = Field(default_factory=dict)  # option -> flag | node | default
     allocation: Allocation | None = None  # an unbound pod: what the allocator would do with its claims now
     scheduling: "Scheduling | None" = None  # an unbound pod: every filter the scheduler runs, node by node
+    karpenter: "KarpenterLaunch | None" = None  # no node can take it: what Karpenter would launch

@@ -11,6 +11,7 @@ from kubectl_dra.printers.allocation import allocation_lines
 from kubectl_dra.printers.findings import findings_lines
 from kubectl_dra.printers.nodeoptions import node_options_line
 from kubectl_dra.printers.scheduling import scheduling_lines
+from kubectl_dra.printers.launch import launch_lines
 from kubectl_dra.printers.style import Style
 from kubectl_dra.quantity import Quantity, in_one_unit
 from kubectl_dra.text import TABLE_WIDTH, wrap, wrap_lines
@@ -68,6 +69,7 @@ def pod_tree(result: PodExplanation, style: Style) -> str:
     if result.scheduling is not None or result.allocation is not None:  # not on a node: why it is pending
         lines += scheduling_lines(result.scheduling, style)
         lines += allocation_lines(result.allocation, style)
+        lines += launch_lines(result.karpenter, style)
         lines += findings_lines(result.findings, style)
         lines.append(style("Cgroup values are predicted for when it runs: -o json (cgroups).", "dim"))
         return "\n".join(wrap_lines(lines)) + "\n"

@@ -50,7 +50,7 @@ def karpenter(tmp_path_factory):
     if not kwok.binaries_present():
         pytest.fail(f"KUBECTL_DRA_REQUIRE_CONTROL_PLANE=1 but Karpenter is not built in {kwok.BIN}")
     work = tmp_path_factory.mktemp("karpenter")
-    plane = started(work / "plane")
+    plane = started(work / "plane", scheduler=True)  # marks pods Unschedulable: Karpenter provisions for those
     try:
         from loader import load
 

@@ -70,8 +70,9 @@ def start(plane, workdir: Path, gates: str = "NodeOverlay=true"):
 
     types = workdir / "instance-types.json"
     types.write_text(json.dumps(kwok_instance_types()))
+    metrics = free_port()
     env = {**os.environ, "KUBECONFIG": str(plane.kubeconfig(workdir / "karpenter.kubeconfig")),
-           "DISABLE_LEADER_ELECTION": "true", "FEATURE_GATES": gates, "METRICS_PORT": str(free_port()),
+           "DISABLE_LEADER_ELECTION": "true", "FEATURE_GATES": gates, "METRICS_PORT": str(metrics),
            "HEALTH_PROBE_PORT": str(free_port()), "LOG_LEVEL": "debug", "INSTANCE_TYPES_FILE_PATH": str(types),
            "BATCH_MAX_DURATION": "2s", "BATCH_IDLE_DURATION": "500ms"}
     log = workdir / "karpenter.log"
@@ -79,5 +80,6 @@ def start(plane, workdir: Path, gates: str = "NodeOverlay=true"):
         popen = subprocess.Popen([str(BIN / "karpenter-kwok")], env=env, stdout=out, stderr=subprocess.STDOUT,
                                  stdin=subprocess.DEVNULL, start_new_session=True)
     proc = Process("karpenter-kwok", popen, log)
+    proc.metrics_url = f"http://127.0.0.1:{metrics}/metrics"
     plane.processes.append(proc)
     return proc
