@@ -67,10 +67,15 @@ def claim(ctx: click.Context, kube, output, pod_name: str | None, only_node: str
                    "with (its profiles, disabled plugins and plugin args). Default: kube-scheduler v1.37.2's "
                    "default profile.")
 @catalog_option
+@click.option("--karpenter-ignore-dra-requests", "ignore_dra_requests", type=click.Choice(["true", "false"]),
+              callback=lambda _ctx, _param, value: None if value is None else value == "true",
+              help="Karpenter's --ignore-dra-requests (IGNORE_DRA_REQUESTS): true skips pods with ResourceClaims; "
+                   "false simulates them against its cloud provider's device templates, which kubectl-dra "
+                   "cannot read [default: assumed true, Karpenter v1.14.1's default].")
 @click.argument("name", shell_complete=object_names("Pod"), callback=typed_name("Pod"))
 @click.pass_context
 def pod(ctx: click.Context, kube, output, node_flags, only_node: str | None, scheduler_config: Path | None,
-        catalog: Path | None, feature_gate: bool | None, name: str) -> None:
+        catalog: Path | None, feature_gate: bool | None, ignore_dra_requests: bool | None, name: str) -> None:
     """Explain a pod's DRA amounts and the cgroup values that should enforce them,
     or, for a pod not bound to a node, why it is Pending.
 
@@ -107,7 +112,8 @@ def pod(ctx: click.Context, kube, output, node_flags, only_node: str | None, sch
     from kubectl_dra.commands.explain_pod import run
 
     ctx.exit(run(ctx.obj, kube=kube, output=output, node_flags=node_flags, only_node=only_node,
-                 scheduler_config=scheduler_config, catalog=catalog, feature_gate=feature_gate, name=name))
+                 scheduler_config=scheduler_config, catalog=catalog, feature_gate=feature_gate,
+                 ignore_dra_requests=ignore_dra_requests, name=name))
 
 
 @explain.command("node", epilog=EPILOG)

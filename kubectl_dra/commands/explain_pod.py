@@ -33,7 +33,7 @@ from kubectl_dra.printers.style import Style
 
 def run(env: Environment, *, kube: KubeOptions, output: OutputOptions, node_flags: dict, only_node: str | None,
         scheduler_config: Path | None, name: str, catalog: Path | None = None,
-        feature_gate: bool | None = None) -> ExitStatus:
+        feature_gate: bool | None = None, ignore_dra_requests: bool | None = None) -> ExitStatus:
     env.color = output.color
     opened = open_for(env, kube)
     namespace = None if kube.all_namespaces else kube.namespace or opened.default_namespace  # None: find it
@@ -66,7 +66,7 @@ def run(env: Environment, *, kube: KubeOptions, output: OutputOptions, node_flag
         # for certain (a node that cannot be told might take it)
         if only_node is None and scheduling is not None and not scheduling.feasible_nodes \
                 and scheduling.message_known and scheduling.error is None:
-            _karpenter_launch(opened, found, inventory, result, catalog, feature_gate)
+            _karpenter_launch(opened, found, inventory, result, catalog, feature_gate, ignore_dra_requests)
     emit(env, result, output, text=lambda: pod_tree(result, Style(env.use_color)))
     return report_problems(env, inventory)
 
@@ -83,16 +83,16 @@ def _scheduler_profile(opened: Opened, path: Path, pod: Pod):
 
 
 def _karpenter_launch(opened: Opened, pod: Pod, inventory: Inventory, result: PodExplanation,
-                      catalog: Path | None, feature_gate: bool | None) -> None:
+                      catalog: Path | None, feature_gate: bool | None, ignore_dra_requests: bool | None) -> None:
     """What Karpenter would launch for a pod no node can take (``result.karpenter``); nothing
     without NodePools. What could not be read joins the pod's problems."""
     # start-up: pending - Karpenter's NodePools, only for a pod no node can take
     from kubectl_dra.model.karpenter import NodeOverlay, NodePool
-    from kubectl_dra.scheduling.launch import dra_skipped, has_claims, launch_findings
+    from kubectl_dra.scheduling.launch import dra_answer, has_claims, launch_findings
 
     if has_claims(pod):  # Karpenter's answer needs no overlay evaluation: only whether it is there
         if opened.source.read([ReadRequest(NodePool, required=False)]).all(NodePool):
-            result.karpenter = dra_skipped()
+            result.karpenter = dra_answer(ignore_dra_requests)
             result.findings += launch_findings(result.karpenter, pod)
         return
     # start-up: pending - the overlay evaluation loads only for a pod without claims no node can take

@@ -134,6 +134,7 @@ class KarpenterLaunch(Part):
     """What Karpenter would launch for a pod no node can take (``explain pod``)."""
 
     node_pool: str | None = None  # the NodePool Karpenter uses: the first in its order that can launch
+    known: bool = True  # False: what Karpenter does depends on what kubectl-dra cannot read (message says what)
     message: str = ""
     node_pools: list[NodePoolLaunch] = Field(default_factory=list)
     assumptions: list[str] = Field(default_factory=list)

@@ -14,7 +14,7 @@ def launch_lines(launch: KarpenterLaunch | None, style: Style) -> list[str]:
     if launch is None:
         return []
     if not launch.node_pools:  # nothing to go through: the finding KarpenterLaunchesNothing says it all
-        return []
+        return [] if launch.known else [f"{style('Karpenter', 'bold')} {launch.message}"]
     lines = [f"{style('Karpenter', 'bold')} (what it would launch; NodePools in its order: weight, then name)",
              f"  {launch.message}"]
     for pool in launch.node_pools:

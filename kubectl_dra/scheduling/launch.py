@@ -160,7 +160,7 @@ def predict_launch(pod: Pod, pools: list[NodePool], views: list[InstanceTypeView
                    instance_types: list[InstanceType]) -> KarpenterLaunch:
     """Every NodePool's answer for ``pod`` and the one Karpenter uses. ``views`` are the overlay
     evaluation's instance types (capacity and prices after overlays), ``instance_types`` the
-    catalog they came from. A pod with claims: :func:`dra_skipped`."""
+    catalog they came from. A pod with claims: :func:`dra_answer`."""
     by_name = {it.name: it for it in instance_types}
     paired = [(v, by_name[v.name]) for v in views if v.name in by_name]
     podreqs, requests = pod_requirements(pod), launch_requests(pod)
@@ -183,10 +183,18 @@ def has_claims(pod: Pod) -> bool:
                                                                                *pod.spec.containers])
 
 
-def dra_skipped() -> KarpenterLaunch:
-    """Karpenter's answer for a pod with claims, at its default: no NodeClaim, and its event."""
+def dra_answer(ignore_dra_requests: bool | None) -> KarpenterLaunch:
+    """Karpenter's answer for a pod with claims. At its default (``ignore_dra_requests`` None or
+    True): no NodeClaim, and its event. With False it allocates the claims against the slices its
+    cloud provider says each instance type will publish (``InstanceType.DynamicResources``), which
+    no API shows: cannot tell."""
+    if ignore_dra_requests is False:
+        return KarpenterLaunch(known=False, message=(
+            "cannot tell: with IGNORE_DRA_REQUESTS=false Karpenter allocates the pod's claims against the "
+            "ResourceSlices its cloud provider says each instance type will publish, which no API shows, "
+            "and the slices of initialized nodes"))
     return KarpenterLaunch(message=f"launches nothing for a pod with ResourceClaims: {KARPENTER_SKIPS_DRA}",
-                           assumptions=[IGNORE_DRA_ASSUMED])
+                           assumptions=[IGNORE_DRA_ASSUMED] if ignore_dra_requests is None else [])
 
 
 def _message(result: KarpenterLaunch) -> str:
@@ -209,12 +217,13 @@ def _message(result: KarpenterLaunch) -> str:
 def launch_findings(launch: KarpenterLaunch, pod: Pod) -> list[Finding]:
     """``KarpenterLaunchesNothing`` when no NodePool would launch a node for the pod (each one's
     reason), or Karpenter skips it for its claims: it stays Pending until something changes."""
-    if launch.node_pool is not None:
+    if launch.node_pool is not None or not launch.known:
         return []
     reasons = "; ".join(f"{p.name}: {p.refused}" for p in launch.node_pools)
     if launch.node_pools:
         message = f"{launch.message} ({reasons})"
     else:  # Karpenter's own answer, and the setting it assumes
-        message = f"Karpenter {launch.message} (assumed: {'; '.join(launch.assumptions)})"
+        assumed = f" (assumed: {'; '.join(launch.assumptions)})" if launch.assumptions else ""
+        message = f"Karpenter {launch.message}{assumed}"
     return [Finding(code="KarpenterLaunchesNothing", severity="error", message=message,
                     object=f"Pod/{pod.namespace}/{pod.name}")]

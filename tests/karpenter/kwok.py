@@ -60,7 +60,7 @@ def catalog(node_pools: list[str]) -> dict:
     return {"apiVersion": "kubectl-dra.io/v1alpha1", "kind": "InstanceTypeCatalog", "instanceTypes": types}
 
 
-def start(plane, workdir: Path, gates: str = "NodeOverlay=true"):
+def start(plane, workdir: Path, gates: str = "NodeOverlay=true", **env_extra: str):
     """karpenter-kwok against ``plane``, as one more of its processes (``plane.stop()`` stops it
     first, ``plane.tail()`` reads its log): leader election off, the NodeOverlay gate as given, its
     two ports free ones, the tier's instance types."""
@@ -74,12 +74,28 @@ def start(plane, workdir: Path, gates: str = "NodeOverlay=true"):
     env = {**os.environ, "KUBECONFIG": str(plane.kubeconfig(workdir / "karpenter.kubeconfig")),
            "DISABLE_LEADER_ELECTION": "true", "FEATURE_GATES": gates, "METRICS_PORT": str(metrics),
            "HEALTH_PROBE_PORT": str(free_port()), "LOG_LEVEL": "debug", "INSTANCE_TYPES_FILE_PATH": str(types),
-           "BATCH_MAX_DURATION": "2s", "BATCH_IDLE_DURATION": "500ms"}
+           "BATCH_MAX_DURATION": "2s", "BATCH_IDLE_DURATION": "500ms", **env_extra}
     log = workdir / "karpenter.log"
     with open(log, "wb") as out:
         popen = subprocess.Popen([str(BIN / "karpenter-kwok")], env=env, stdout=out, stderr=subprocess.STDOUT,
                                  stdin=subprocess.DEVNULL, start_new_session=True)
     proc = Process("karpenter-kwok", popen, log)
     proc.metrics_url = f"http://127.0.0.1:{metrics}/metrics"
+    plane.processes.append(proc)
+    return proc
+
+
+def start_driver(plane, workdir: Path):
+    """dra-kwok-driver against ``plane``: it reads only KUBECONFIG and serves on the fixed ports 8082
+    and 8083 (dra-kwok-driver/main.go); it publishes, at start and every 30 s, the ResourceSlices
+    its DRAConfigs give the kwok nodes they select."""
+    from controlplane import Process
+
+    log = workdir / "dra-kwok-driver.log"
+    env = {**os.environ, "KUBECONFIG": str(plane.kubeconfig(workdir / "driver.kubeconfig"))}
+    with open(log, "wb") as out:
+        popen = subprocess.Popen([str(BIN / "dra-kwok-driver")], env=env, stdout=out, stderr=subprocess.STDOUT,
+                                 stdin=subprocess.DEVNULL, start_new_session=True)
+    proc = Process("dra-kwok-driver", popen, log)
     plane.processes.append(proc)
     return proc

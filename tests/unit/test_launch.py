@@ -10,7 +10,7 @@ from kubectl_dra.model.karpenter import NodeOverlay, NodePool
 from kubectl_dra.model.pod import Pod
 from kubectl_dra.overlays.catalog import from_catalog
 from kubectl_dra.overlays.explain import evaluate
-from kubectl_dra.scheduling.launch import dra_skipped, has_claims, pool_order, predict_launch
+from kubectl_dra.scheduling.launch import dra_answer, has_claims, launch_findings, pool_order, predict_launch
 
 FAMILY = "example.kwok/family"
 TYPES = [("c-2x", "c", 2, 0.10, 0.04), ("c-4x", "c", 4, 0.20, 0.08), ("m-4x", "m", 4, 0.25, 0.10)]
@@ -126,7 +126,14 @@ def test_nodepool_requirements_narrow_offerings():
 def test_a_pod_with_claims_gets_karpenters_default_answer():
     with_claim = pod({"cpu": "1"}, resourceClaims=[{"name": "g", "resourceClaimName": "x"}])
     assert has_claims(with_claim) and not has_claims(pod({"cpu": "1"}))
-    skipped = dra_skipped()
-    assert skipped.node_pool is None and skipped.message.endswith(
+    skipped = dra_answer(None)
+    assert skipped.node_pool is None and skipped.known and skipped.message.endswith(
         "pod has Dynamic Resource Allocation requirements that are not yet supported by Karpenter")
     assert skipped.assumptions == ["Karpenter's IGNORE_DRA_REQUESTS at its default, true"]
+    [finding] = launch_findings(skipped, with_claim)
+    assert finding.code == "KarpenterLaunchesNothing" and finding.message.endswith("at its default, true)")
+    assert dra_answer(True).assumptions == [] and "(assumed" not in launch_findings(dra_answer(True), with_claim)[0].message
+    # simulated: the devices an instance type will have are the cloud provider's, which no API shows
+    simulated = dra_answer(False)
+    assert not simulated.known and simulated.message.startswith("cannot tell")
+    assert launch_findings(simulated, with_claim) == []
