@@ -95,6 +95,7 @@ class _Overlay:
     order: int
     errors: list[str]
     schema_invalid: bool
+    crd_skew: list[str]  # admitted by the cluster, though Karpenter v1.14.1's CRD refuses it
     change: str | None
     change_kind: str | None
     has_capacity: bool
@@ -215,14 +216,17 @@ def _has_capacity(obj: NodeOverlay) -> bool:
 
 def _prepare(obj: NodeOverlay, order: int) -> _Overlay:
     schema = schema_errors(obj)
-    errors = schema or runtime_errors(obj)  # what the API server refuses never reaches the runtime check
+    # what the API server refuses never reaches the runtime check; but an object read from a cluster
+    # (it has a uid) was admitted, by CRDs of another version: its fate is the controller's check
+    admitted = bool(obj.uid)
+    errors = runtime_errors(obj) if admitted else (schema or runtime_errors(obj))
     spec = obj.spec
     change, kind = (spec.price, "price") if spec.price is not None else (spec.price_adjustment, "priceAdjustment")
     if change is None:
         kind = None
     dynamic = parse_dynamic_resources(spec.dynamic_resources)
     ov = _Overlay(obj=obj, name=obj.name, weight=spec.weight or 0, order=order, errors=errors,
-                  schema_invalid=bool(schema), change=change, change_kind=kind, has_capacity=_has_capacity(obj),
+                  schema_invalid=bool(schema) and not admitted, crd_skew=schema if admitted else [], change=change, change_kind=kind, has_capacity=_has_capacity(obj),
                   capacity=dict(spec.capacity), dynamic=dynamic)
     if not errors:
         ov.reqs = Requirements.from_selector(spec.requirements or ())

@@ -42,6 +42,12 @@ class OverlayFindings:
                      "under ifEnabled. Turn it on with NodeOverlay=true in the controller's --feature-gates "
                      "(FEATURE_GATES) if they are meant to apply.")
         for ov in ev.overlays:
+            if ov.crd_skew:
+                self.add("OverlayCRDSkew", "warning",
+                         f"NodeOverlay {ov.name} was admitted by this cluster's API server, though Karpenter "
+                         f"v1.14.1's CRD refuses it ({'; '.join(ov.crd_skew)}): the cluster's Karpenter CRDs are "
+                         "another version. It is evaluated with the v1.14.1 controller's runtime check; upgrading the "
+                         "CRDs would refuse the next change to it.", ov.name)
             if ov.status == "RuntimeValidation":
                 self.runtime_validation(ov)
             elif ov.status == "Conflict":

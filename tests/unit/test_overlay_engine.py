@@ -57,7 +57,7 @@ def req(key: str, operator: str = "In", *values: str) -> dict:
 
 
 def overlay(name: str, weight: int | None = 10, requirements=(), price=None, adjustment=None, capacity=None,
-            conditions=None, raw_spec=None) -> NodeOverlay:
+            conditions=None, raw_spec=None, uid: str | None = None) -> NodeOverlay:
     spec: dict = {"requirements": list(requirements)}
     if weight is not None:
         spec["weight"] = weight
@@ -70,6 +70,8 @@ def overlay(name: str, weight: int | None = 10, requirements=(), price=None, adj
     spec.update(raw_spec or {})
     raw = {"apiVersion": "karpenter.sh/v1alpha1", "kind": "NodeOverlay", "metadata": {"name": name, "generation": 1},
            "spec": spec}
+    if uid:
+        raw["metadata"]["uid"] = uid
     if conditions:
         raw["status"] = {"conditions": conditions}
     return NodeOverlay.from_raw(raw)
@@ -509,6 +511,21 @@ def test_what_the_crd_refuses_is_named_as_refused(requirements, capacity, expect
     assert prices(result)["spot/test-zone-1"] == 1.020
     [finding] = [f for f in findings(result) if f.code == "OverlayRuntimeValidation"]
     assert "API server's CRD validation would refuse this object" in finding.message
+
+
+@pytest.mark.parametrize("capacity", [{"cpu": "1"}, {"example.com/gpu": "1"}])
+def test_an_overlay_a_cluster_admitted_is_not_called_refused(capacity):
+    """Read from a cluster (it has a uid), the object got past that cluster's CRDs, whatever version
+    they are: only the controller's runtime check decides, and the version skew is named."""
+    admitted = overlay("o", requirements=[req("example.com/k", "Gt", "-1")], price="1", capacity=capacity,
+                       uid="0b7c2f1e-5d7a-4c3e-9f10-3a2b1c0d9e8f")
+    result = evaluate([admitted], [pool()], F1)
+    codes = [f.code for f in findings(result)]
+    assert "OverlayCRDSkew" in codes
+    [skew] = [f for f in findings(result) if f.code == "OverlayCRDSkew"]
+    assert "must have a single positive integer value" in skew.message
+    refused = [f for f in findings(result) if f.code == "OverlayRuntimeValidation"]
+    assert all("CRD validation would refuse" not in f.message for f in refused)
 
 
 @pytest.mark.parametrize("requirement", [
