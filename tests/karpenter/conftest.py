@@ -13,14 +13,13 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent / "cluster")]
 
 import kwok  # noqa: E402
 from clusterobjects import wait_for  # noqa: E402
-from controlplane import binaries_present, started  # noqa: E402
+from controlplane import binaries_present  # noqa: E402
 
 REQUIRED = os.environ.get("KUBECTL_DRA_REQUIRE_CONTROL_PLANE") == "1"
 _RUNNING: list = []
@@ -50,13 +49,8 @@ def karpenter(tmp_path_factory):
     if not kwok.binaries_present():
         pytest.fail(f"KUBECTL_DRA_REQUIRE_CONTROL_PLANE=1 but Karpenter is not built in {kwok.BIN}")
     work = tmp_path_factory.mktemp("karpenter")
-    plane = started(work / "plane", scheduler=True)  # marks pods Unschedulable: Karpenter provisions for those
+    plane = kwok.prepared_plane(work / "plane")
     try:
-        from loader import load
-
-        load(plane, [yaml.safe_load(path.read_text()) for path in sorted(kwok.CRDS.glob("*.yaml"))])
-        plane.request("POST", "/apis/karpenter.kwok.sh/v1alpha1/kwoknodeclasses",
-                      {"apiVersion": "karpenter.kwok.sh/v1alpha1", "kind": "KWOKNodeClass", "metadata": {"name": "default"}})
         proc = kwok.start(plane, work)
         _RUNNING[:] = [(plane, proc)]
         wait_for("Karpenter's nodeoverlay controller to start",

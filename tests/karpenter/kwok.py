@@ -60,6 +60,25 @@ def catalog(node_pools: list[str]) -> dict:
     return {"apiVersion": "kubectl-dra.io/v1alpha1", "kind": "InstanceTypeCatalog", "instanceTypes": types}
 
 
+def prepared_plane(workdir: Path):
+    """A started control plane with kube-scheduler (it marks pods Unschedulable, which is what
+    Karpenter provisions for), Karpenter's CRDs and a KWOKNodeClass named default."""
+    import yaml
+
+    from controlplane import started
+    from loader import load
+
+    plane = started(workdir, scheduler=True)
+    try:
+        load(plane, [yaml.safe_load(path.read_text()) for path in sorted(CRDS.glob("*.yaml"))])
+        plane.request("POST", "/apis/karpenter.kwok.sh/v1alpha1/kwoknodeclasses",
+                      {"apiVersion": "karpenter.kwok.sh/v1alpha1", "kind": "KWOKNodeClass", "metadata": {"name": "default"}})
+    except BaseException:
+        plane.stop()
+        raise
+    return plane
+
+
 def start(plane, workdir: Path, gates: str = "NodeOverlay=true", **env_extra: str):
     """karpenter-kwok against ``plane``, as one more of its processes (``plane.stop()`` stops it
     first, ``plane.tail()`` reads its log): leader election off, the NodeOverlay gate as given, its

@@ -15,8 +15,6 @@ import yaml
 
 import kwok
 from clusterobjects import wait_for
-from controlplane import started
-from loader import load
 from test_launch_oracle import _karpenter_gave_up, pod, pool
 from test_overlay_oracle import _ready
 
@@ -24,11 +22,8 @@ TYPE = "c-4x-amd64-linux"
 
 
 def test_a_dra_pod_with_the_simulation_on(dra, tmp_path):
-    plane = started(tmp_path / "plane", scheduler=True)
+    plane = kwok.prepared_plane(tmp_path / "plane")
     try:
-        load(plane, [yaml.safe_load(path.read_text()) for path in sorted(kwok.CRDS.glob("*.yaml"))])
-        plane.request("POST", "/apis/karpenter.kwok.sh/v1alpha1/kwoknodeclasses",
-                      {"apiVersion": "karpenter.kwok.sh/v1alpha1", "kind": "KWOKNodeClass", "metadata": {"name": "default"}})
         plane.request("POST", "/apis/test.karpenter.sh/v1alpha1/draconfigs", {
             "apiVersion": "test.karpenter.sh/v1alpha1", "kind": "DRAConfig", "metadata": {"name": "gpus"},
             "spec": {"driver": "gpu.example.com", "pools": [{

@@ -11,18 +11,13 @@ import yaml
 
 import kwok
 from clusterobjects import wait_for
-from controlplane import started
-from loader import load
 from test_launch_oracle import _delete_pod, _karpenter_gave_up, pod
 from test_overlay_oracle import _ready, node_pool, overlay
 
 
 def test_with_the_gate_off_no_overlay_is_processed_and_kubectl_dra_says_so(dra, tmp_path):
-    plane = started(tmp_path / "plane", scheduler=True)
+    plane = kwok.prepared_plane(tmp_path / "plane")
     try:
-        load(plane, [yaml.safe_load(path.read_text()) for path in sorted(kwok.CRDS.glob("*.yaml"))])
-        plane.request("POST", "/apis/karpenter.kwok.sh/v1alpha1/kwoknodeclasses",
-                      {"apiVersion": "karpenter.kwok.sh/v1alpha1", "kind": "KWOKNodeClass", "metadata": {"name": "default"}})
         plane.request("POST", "/apis/karpenter.sh/v1alpha1/nodeoverlays", overlay("cheaper", 10, priceAdjustment="-10%"))
         plane.request("POST", "/apis/karpenter.sh/v1alpha1/nodeoverlays", overlay("gpus", 10, capacity={"example.com/gpu": "1"}))
         plane.request("POST", "/apis/karpenter.sh/v1/nodepools", node_pool("p"))

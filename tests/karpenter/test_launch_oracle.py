@@ -18,6 +18,7 @@ FailedScheduling event) and finds no NodeClaim, as the prediction says."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import urllib.error
 import urllib.request
@@ -104,6 +105,24 @@ def _scoped(sid: str, pools: list[dict], overlays: list[dict], the_pod: dict):
     return pools, overlays, the_pod
 
 
+@contextlib.contextmanager
+def _pending(plane, dra, tmp_path, scenario, objects=()):
+    """The scenario's NodePools and overlays reconciled, ``objects`` created, its pod (named after the
+    scenario) pending; yields the world, the NodePools and explain pod's prediction; deletes all."""
+    sid, pools, overlays, the_pod = scenario
+    pools, overlays, the_pod = _scoped(sid, pools, overlays, the_pod)
+    world = _World(plane)
+    try:
+        world.setup(pools, overlays, sid)
+        for path, obj in objects:
+            world.create(path, obj)
+        world.create("/api/v1/namespaces/default/pods", the_pod)
+        yield world, pools, _explain(dra, plane, tmp_path, pools, sid)
+    finally:
+        _delete_pod(plane, sid)
+        world.teardown(pools)
+
+
 class _World:
     """Create a scenario's objects, wait on Karpenter, delete them all (NodeClaims and Nodes too)."""
 
@@ -184,13 +203,7 @@ def _cost(url: str, node_pool: str) -> float | None:
 @pytest.mark.parametrize("scenario", LAUNCHES, ids=[s[0] for s in LAUNCHES])
 def test_the_node_karpenter_launches_is_the_predicted_one(karpenter, dra, tmp_path, scenario):
     plane, proc = karpenter
-    sid, pools, overlays, the_pod = scenario
-    pools, overlays, the_pod = _scoped(sid, pools, overlays, the_pod)
-    world = _World(plane)
-    try:
-        world.setup(pools, overlays, sid)
-        world.create("/api/v1/namespaces/default/pods", the_pod)
-        predicted = _explain(dra, plane, tmp_path, pools, sid)
+    with _pending(plane, dra, tmp_path, scenario) as (world, pools, predicted):
         [claim] = wait_for("Karpenter's NodeClaim", lambda: world.node_claims(pools), timeout=90)
         chosen = next(p for p in predicted["nodePools"] if p["name"] == predicted["nodePool"])
 
@@ -211,28 +224,17 @@ def test_the_node_karpenter_launches_is_the_predicted_one(karpenter, dra, tmp_pa
         cost = wait_for(f"karpenter_nodepools_cost_total of {predicted['nodePool']}",
                         lambda: _cost(proc.metrics_url, predicted["nodePool"]), timeout=60)
         assert cost == pytest.approx(picks[got]["price"], rel=1e-9), (cost, picks[got])
-    finally:
-        _delete_pod(plane, sid)
-        world.teardown(pools)
 
 
 @pytest.mark.parametrize("scenario", NONE, ids=[s[0] for s in NONE])
 def test_when_no_nodepool_can_launch_karpenter_launches_nothing(karpenter, dra, tmp_path, scenario):
     plane, _ = karpenter
-    sid, pools, overlays, the_pod = scenario
-    pools, overlays, the_pod = _scoped(sid, pools, overlays, the_pod)
-    world = _World(plane)
-    try:
-        world.setup(pools, overlays, sid)
-        world.create("/api/v1/namespaces/default/pods", the_pod)
-        predicted = _explain(dra, plane, tmp_path, pools, sid)
+    with _pending(plane, dra, tmp_path, scenario) as (world, pools, predicted):
         assert predicted["nodePool"] is None, predicted
         assert all(p["refused"] for p in predicted["nodePools"]), predicted
-        wait_for("Karpenter's word that it cannot schedule the pod", lambda: _karpenter_gave_up(plane, sid), timeout=90)
+        wait_for("Karpenter's word that it cannot schedule the pod", lambda: _karpenter_gave_up(plane, scenario[0]),
+                 timeout=90)
         assert world.node_claims(pools) == []
-    finally:
-        _delete_pod(plane, sid)
-        world.teardown(pools)
 
 
 def _karpenter_gave_up(plane, name: str) -> str | None:
@@ -261,26 +263,19 @@ def test_a_pod_with_claims_gets_no_node_as_predicted(karpenter, dra, tmp_path):
     rather than the NodeOverlay DRA proposal's prediction (docs/kubernetes/nodeoverlay.md §8)."""
     plane, _ = karpenter
     sid = "dra-pod"
-    pools, _, the_pod = _scoped(sid, [pool("p")], [], pod({"cpu": "1"}))
+    the_pod = pod({"cpu": "1"})
     the_pod["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": sid}]
     the_pod["spec"]["containers"][0]["resources"]["claims"] = [{"name": "gpu"}]
-    world = _World(plane)
-    try:
-        world.setup(pools, [], sid)
-        world.create("/apis/resource.k8s.io/v1/deviceclasses",
-                     {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": sid},
-                      "spec": {"selectors": [{"cel": {"expression": 'device.driver == "gpu.example.com"'}}]}})
-        world.create("/apis/resource.k8s.io/v1/namespaces/default/resourceclaims",
-                     {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
-                      "metadata": {"name": sid, "namespace": "default"},
-                      "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": sid}}]}}})
-        world.create("/api/v1/namespaces/default/pods", the_pod)
-        predicted = _explain(dra, plane, tmp_path, pools, sid)
+    objects = [("/apis/resource.k8s.io/v1/deviceclasses",
+                {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": sid},
+                 "spec": {"selectors": [{"cel": {"expression": 'device.driver == "gpu.example.com"'}}]}}),
+               ("/apis/resource.k8s.io/v1/namespaces/default/resourceclaims",
+                {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                 "metadata": {"name": sid, "namespace": "default"},
+                 "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": sid}}]}}})]
+    with _pending(plane, dra, tmp_path, (sid, [pool("p")], [], the_pod), objects) as (world, pools, predicted):
         assert predicted["nodePool"] is None and predicted["nodePools"] == [], predicted
         assert predicted["message"].endswith(KARPENTER_SKIPS_DRA) and predicted["assumptions"], predicted
         event = wait_for("Karpenter's event on the pod", lambda: _karpenter_gave_up(plane, sid), timeout=90)
         assert event == KARPENTER_SKIPS_DRA
         assert world.node_claims(pools) == []
-    finally:
-        _delete_pod(plane, sid)
-        world.teardown(pools)
