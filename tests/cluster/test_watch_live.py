@@ -61,7 +61,10 @@ class Watching:
     def __init__(self, *args: str):
         self.process = subprocess.Popen(
             [sys.executable, "-c", "from kubectl_dra.cli import main; main()", *args],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)},
+            # a run started in the background of a script inherits SIGINT ignored, and Python then keeps
+            # it ignored: the interrupt below must reach it as it reaches a terminal's kubectl dra
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         self.lines: list[str] = []
         self._inbox: queue.Queue = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()

@@ -312,7 +312,10 @@ def test_ctrl_c_ends_the_watch_with_exit_0_and_no_traceback(make_apiserver, kube
         process = subprocess.Popen(
             [sys.executable, "-c", "from kubectl_dra.cli import main; main()", command, "--kubeconfig", kubeconfig,
              "-w"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            env={**os.environ, "PYTHONPATH": str(ROOT)})
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            # a run started in the background of a script inherits SIGINT ignored, and Python then keeps
+            # it ignored: the interrupt must reach it as a terminal's Ctrl-C reaches kubectl dra
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         deadline = time.monotonic() + 20
         while not server.watch_requests() and time.monotonic() < deadline:
             time.sleep(0.05)
