@@ -11,7 +11,9 @@ kube-scheduler marks it Unschedulable, and
   catalog gives that type; and Karpenter's NodePool cost (``karpenter_nodepools_cost_total``, its
   only price that shows, overlays included) must equal the price the prediction gives that
   offering. What is not observable: which of several equally cheap zones the provider samples
-  (either is accepted) and the order Karpenter keeps the types in (the NodeClaim lists them by name).
+  (either is accepted), the order Karpenter keeps the types in (the NodeClaim lists them by name),
+  and consolidation's price decisions (no kwok node here becomes Ready, so Karpenter reports
+  "DisruptionBlocked: Node isn't initialized" and never consolidates).
 
 A scenario where Karpenter launches nothing waits for its own word on the pod (its
 FailedScheduling event) and finds no NodeClaim, as the prediction says."""
