@@ -6,13 +6,14 @@ because the proposal's shape is still moving.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Iterable, TypeVar
 
 from pydantic import Field
 
 from kubectl_dra.model.base import Condition, KubeObject, ResourceList, View, view
 
 KARPENTER_GROUP = "karpenter.sh"
+_Weighted = TypeVar("_Weighted", "NodePool", "NodeOverlay")
 
 
 @view
@@ -106,3 +107,10 @@ class NodeOverlay(KubeObject):
 
     spec: NodeOverlaySpec = Field(default_factory=NodeOverlaySpec)
     status: NodeOverlayStatus = Field(default_factory=NodeOverlayStatus)
+
+
+def order_by_weight(objects: Iterable[_Weighted]) -> list[_Weighted]:
+    """Karpenter's ``OrderByWeight``, the same for NodePools and NodeOverlays: weight descending
+    (unset = 0), ties by name descending."""
+    by_name = sorted(objects, key=lambda o: o.name, reverse=True)
+    return sorted(by_name, key=lambda o: -(o.spec.weight or 0))

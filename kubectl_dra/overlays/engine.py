@@ -16,9 +16,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Iterable
 
-from kubectl_dra.model.karpenter import NodeOverlay, NodePool
+from kubectl_dra.model.karpenter import NodeOverlay, NodePool, order_by_weight
 from kubectl_dra.overlays.catalog import InstanceType, Offering
 from kubectl_dra.overlays.document import (
     InstanceTypeEffect, InstanceTypeView, KarpenterStatus, OfferingView, OverlayMatch,
@@ -34,12 +33,6 @@ from kubectl_dra.quantity import Quantity
 from kubectl_dra.text import plural
 
 HUGEPAGES_PREFIX = "hugepages-"
-
-
-def processing_order(overlays: Iterable[NodeOverlay]) -> list[NodeOverlay]:
-    """Karpenter's ``OrderByWeight``: weight descending (unset = 0), ties by name descending."""
-    by_name = sorted(overlays, key=lambda o: o.name, reverse=True)
-    return sorted(by_name, key=lambda o: -(o.spec.weight or 0))
 
 
 @dataclass(frozen=True)
@@ -226,7 +219,8 @@ def _prepare(obj: NodeOverlay, order: int) -> _Overlay:
         kind = None
     dynamic = parse_dynamic_resources(spec.dynamic_resources)
     ov = _Overlay(obj=obj, name=obj.name, weight=spec.weight or 0, order=order, errors=errors,
-                  schema_invalid=bool(schema) and not admitted, crd_skew=schema if admitted else [], change=change, change_kind=kind, has_capacity=_has_capacity(obj),
+                  schema_invalid=bool(schema) and not admitted, crd_skew=schema if admitted else [],
+                  change=change, change_kind=kind, has_capacity=_has_capacity(obj),
                   capacity=dict(spec.capacity), dynamic=dynamic)
     if not errors:
         ov.reqs = Requirements.from_selector(spec.requirements or ())
@@ -253,7 +247,7 @@ class _Evaluation:
         self.nodepools = nodepools
         self.instance_types = instance_types
         self.gate_enabled = gate_enabled
-        self.overlays = [_prepare(o, i + 1) for i, o in enumerate(processing_order(overlays))]
+        self.overlays = [_prepare(o, i + 1) for i, o in enumerate(order_by_weight(overlays))]
         self.contexts = _contexts(nodepools, instance_types)
         self.index = _Index(self.contexts)
         self.prices: dict[int, dict[str, _PriceSlot]] = {}  # context -> offering slot -> holder

@@ -271,13 +271,20 @@ class Requirements:
             if req.operator in NEGATIVE:
                 continue
             return f"key {req.key} is not defined"
+        conflict = self.conflict(incoming)
+        return None if conflict is None else f"key {conflict[0].key}: {conflict[0]} not in {conflict[1]}"
+
+    def conflict(self, incoming: Requirements) -> tuple[Requirement, Requirement] | None:
+        """Karpenter's ``Intersects``: the first key both sets define whose values share none (two
+        negative requirements always share), as (``incoming``'s requirement, this set's); None when
+        every shared key intersects."""
         for req in incoming:
             existing = self._by_key.get(req.key)
             if existing is None or existing.intersects(req):
                 continue
             if req.operator in NEGATIVE and existing.operator in NEGATIVE:
                 continue
-            return f"key {req.key}: {req} not in {existing}"
+            return req, existing
         return None
 
     def compatible(self, incoming: Requirements, strict: bool = True,

@@ -9,9 +9,9 @@ from __future__ import annotations
 from kubectl_dra.pods.document import PodExplanation
 from kubectl_dra.printers.allocation import allocation_lines
 from kubectl_dra.printers.findings import findings_lines
+from kubectl_dra.printers.launch import launch_lines
 from kubectl_dra.printers.nodeoptions import node_options_line
 from kubectl_dra.printers.scheduling import scheduling_lines
-from kubectl_dra.printers.launch import launch_lines
 from kubectl_dra.printers.style import Style
 from kubectl_dra.quantity import Quantity, in_one_unit
 from kubectl_dra.text import TABLE_WIDTH, wrap, wrap_lines

@@ -19,7 +19,7 @@ and checked against the real controller (docs/kubernetes/nodeoverlay.md §8):
 from __future__ import annotations
 
 from kubectl_dra.document import Finding
-from kubectl_dra.model.karpenter import NodePool
+from kubectl_dra.model.karpenter import NodePool, order_by_weight
 from kubectl_dra.model.node import Taint
 from kubectl_dra.model.pod import Pod
 from kubectl_dra.overlays.catalog import InstanceType
@@ -40,12 +40,6 @@ ASSUMPTIONS = (
 )
 
 
-def pool_order(pools: list[NodePool]) -> list[NodePool]:
-    """``nodepoolutils.OrderByWeight``: weight descending, ties by name descending."""
-    by_name = sorted(pools, key=lambda p: p.name, reverse=True)
-    return sorted(by_name, key=lambda p: -(p.spec.weight or 0))
-
-
 def pod_requirements(pod: Pod) -> Requirements:
     """``NewPodRequirements``: the node selector and the first required node-affinity term."""
     reqs = Requirements.from_labels(pod.spec.node_selector)
@@ -62,18 +56,6 @@ def launch_requests(pod: Pod) -> dict[str, Quantity]:
     requests = {name: q for name, q in spec_pod_requests(pod).items() if not q.is_zero()}
     requests["pods"] = Quantity.from_int(1)
     return requests
-
-
-def _intersects(a: Requirements, b: Requirements) -> str | None:
-    """Karpenter's ``Requirements.Intersects``: every key both define must share a value (two
-    negative requirements always do)."""
-    for req in b:
-        have = a.get(req.key)
-        if have is None or have.intersects(req) or (have.operator in ("NotIn", "DoesNotExist")
-                                                    and req.operator in ("NotIn", "DoesNotExist")):
-            continue
-        return f"{req.key}: {have} is not {req}"
-    return None
 
 
 def _shortfall(requests: dict[str, Quantity], view: InstanceTypeView, it: InstanceType) -> str | None:
@@ -124,11 +106,12 @@ def _pool(pool: NodePool, pod: Pod, podreqs: Requirements, requests: dict[str, Q
         out.refused = f"the pod's node selector or affinity does not match the NodePool: {problem}"
         return out
     combined = reqs.intersection(podreqs)
-    kept: list[tuple[float | None, LaunchInstanceType, list[LaunchOffering]]] = []
+    kept: list[tuple[LaunchInstanceType, list[LaunchOffering], InstanceTypeView]] = []
     for view, it in views:
         if view.node_pool != pool.name:
             continue
-        reason = _intersects(it.requirement_set(), combined)
+        conflict = it.requirement_set().conflict(combined)  # filterInstanceTypesByRequirements' compatible
+        reason = f"{conflict[0].key}: {conflict[1]} is not {conflict[0]}" if conflict else None
         offerings = [] if reason else _offerings(view, it, combined)
         if reason is None and not offerings:
             reason = "no available offering meets the requirements"
@@ -138,17 +121,15 @@ def _pool(pool: NodePool, pod: Pod, podreqs: Requirements, requests: dict[str, Q
             continue
         cheapest = _cheapest(offerings, lambda o: o.price)
         price = cheapest[0].price if cheapest else None
-        kept.append((price, LaunchInstanceType(name=view.name, price=price,
-                                               overlay=cheapest[0].overlay if cheapest else None), offerings))
+        kept.append((LaunchInstanceType(name=view.name, price=price,
+                                        overlay=cheapest[0].overlay if cheapest else None), offerings, view))
     # OrderByPrice (a stable sort; an unknown price sorts last, as MaxFloat64 does)
-    kept.sort(key=lambda k: float("inf") if k[0] is None else k[0])
+    kept.sort(key=lambda k: float("inf") if k[0].price is None else k[0].price)
     kept = kept[:MAX_INSTANCE_TYPES]
-    out.instance_types = [k[1] for k in kept]
-    out.provider_pick = _cheapest([o for k in kept for o in k[2]], lambda o: o.base_price)
+    out.instance_types = [k[0] for k in kept]
+    out.provider_pick = _cheapest([o for k in kept for o in k[1]], lambda o: o.base_price)
     for name in requests:
-        givers = sorted({v.capacity_overlays[name] for v, _ in views
-                         if v.node_pool == pool.name and name in v.capacity_overlays
-                         and v.name in {t.name for t in out.instance_types}})
+        givers = sorted({view.capacity_overlays[name] for _, _, view in kept if name in view.capacity_overlays})
         if givers:
             out.capacity_from_overlays[name] = givers
     if not out.instance_types:
@@ -168,7 +149,7 @@ def predict_launch(pod: Pod, pools: list[NodePool], views: list[InstanceTypeView
     # a provider registers its instance-type labels as well-known (kwok: apis/v1alpha1/labels.go), so a
     # pod may select them though no NodePool names them
     well_known = WELL_KNOWN_LABELS.union(*(it.requirement_set().keys() for it in instance_types))
-    for pool in pool_order(pools):
+    for pool in order_by_weight(pools):
         launch = _pool(pool, pod, podreqs, requests, paired, well_known)
         result.node_pools.append(launch)
         if result.node_pool is None and launch.refused is None:

@@ -41,17 +41,23 @@ def test_a_bad_filter_timeout_is_a_bad_configuration(dra, tmp_path):
     assert "Traceback" not in result.stderr
 
 
-def test_a_selector_past_the_evaluator_budget_names_the_cost_error(dra, tmp_path):
+def _deep_selector(tmp_path) -> str:
+    """The slow-search fixture with its claim's one request selecting through five nested ``all``
+    (111,110 iterations: past this tool's 10,000); the snapshot's path."""
     documents = list(yaml.safe_load_all((FIXTURE / "cluster.yaml").read_text()))
     expression = 'device.driver == "gpu.example.com"'
-    for level in range(5):  # 111,110 iterations: past this tool's 10,000
+    for level in range(5):
         expression = f"[0,1,2,3,4,5,6,7,8,9].all(x{level}, {expression})"
     for doc in documents:
         if doc["kind"] == "ResourceClaim":
             doc["spec"]["devices"]["requests"] = [{"name": "deep", "exactly": {
                 "deviceClassName": "gpu.example.com", "selectors": [{"cel": {"expression": expression}}]}}]
     (tmp_path / "cluster.yaml").write_text(yaml.safe_dump_all(documents))
-    result = dra("explain", "pod", "wide-search", "-n", "ml", "--snapshot", str(tmp_path / "cluster.yaml"), "-o", "json")
+    return str(tmp_path / "cluster.yaml")
+
+
+def test_a_selector_past_the_evaluator_budget_names_the_cost_error(dra, tmp_path):
+    result = dra("explain", "pod", "wide-search", "-n", "ml", "--snapshot", _deep_selector(tmp_path), "-o", "json")
     assert result.exit_code == 0, result
     doc = result.json()
     words = ("claim ml/wide-search: selector #0 on device gpu.example.com/gpu-node-1/gpu-0: CEL runtime error: "
@@ -64,16 +70,7 @@ def test_a_selector_past_the_evaluator_budget_names_the_cost_error(dra, tmp_path
 
 def test_a_node_without_a_verdict_is_printed_as_cannot_tell_not_as_infeasible(dra, tmp_path):
     """The text printer once showed an undetermined node as "NOT feasible: kubectl-dra cannot tell"."""
-    documents = list(yaml.safe_load_all((FIXTURE / "cluster.yaml").read_text()))
-    expression = 'device.driver == "gpu.example.com"'
-    for level in range(5):
-        expression = f"[0,1,2,3,4,5,6,7,8,9].all(x{level}, {expression})"
-    for doc in documents:
-        if doc["kind"] == "ResourceClaim":
-            doc["spec"]["devices"]["requests"] = [{"name": "deep", "exactly": {
-                "deviceClassName": "gpu.example.com", "selectors": [{"cel": {"expression": expression}}]}}]
-    (tmp_path / "cluster.yaml").write_text(yaml.safe_dump_all(documents))
-    result = dra("explain", "claim", "wide-search", "-n", "ml", "--snapshot", str(tmp_path / "cluster.yaml"))
+    result = dra("explain", "claim", "wide-search", "-n", "ml", "--snapshot", _deep_selector(tmp_path))
     assert result.exit_code == 0, result
     [line] = [line for line in result.stdout.splitlines() if line.strip().startswith("gpu-node-1 ")]
     assert "cannot tell" in line and "NOT feasible" not in line

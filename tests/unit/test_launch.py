@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from kubectl_dra.model.karpenter import NodeOverlay, NodePool
+from kubectl_dra.model.karpenter import NodeOverlay, NodePool, order_by_weight
 from kubectl_dra.model.pod import Pod
 from kubectl_dra.overlays.catalog import from_catalog
 from kubectl_dra.overlays.explain import evaluate
-from kubectl_dra.scheduling.launch import dra_answer, has_claims, launch_findings, pool_order, predict_launch
+from kubectl_dra.scheduling.launch import dra_answer, has_claims, launch_findings, predict_launch
 
 FAMILY = "example.kwok/family"
 TYPES = [("c-2x", "c", 2, 0.10, 0.04), ("c-4x", "c", 4, 0.20, 0.08), ("m-4x", "m", 4, 0.25, 0.10)]
@@ -50,7 +50,7 @@ def predict(the_pod: Pod, pools: list[NodePool], overlays=(), prices: bool = Tru
 
 
 def test_nodepools_go_by_weight_then_name_descending():
-    order = pool_order([pool("a", 10), pool("b", 10), pool("c"), pool("d", 50)])
+    order = order_by_weight([pool("a", 10), pool("b", 10), pool("c"), pool("d", 50)])
     assert [p.name for p in order] == ["d", "b", "a", "c"]
 
 

@@ -13,10 +13,9 @@ import pytest
 
 from kubectl_dra.errors import InputError
 from kubectl_dra.kube.snapshot import load_snapshot
-from kubectl_dra.model.karpenter import NodeClaim, NodeOverlay, NodePool
+from kubectl_dra.model.karpenter import NodeClaim, NodeOverlay, NodePool, order_by_weight
 from kubectl_dra.model.node import Node
 from kubectl_dra.overlays.catalog import InstanceType, from_catalog, infer_from_cluster
-from kubectl_dra.overlays.engine import processing_order
 from kubectl_dra.overlays.explain import evaluate
 from kubectl_dra.overlays.requirements import Requirement, Requirements, offering_compatible
 from kubectl_dra.overlays.validation import runtime_errors, validate_overlay
@@ -250,7 +249,7 @@ def test_price_and_capacity_overlays_at_equal_weight_both_apply():
 
 def test_processing_order_weight_descending_unset_as_zero_ties_by_name_descending():
     overlays = [overlay("b", None), overlay("a", 5), overlay("c", 5), overlay("d", 1), overlay("e", None)]
-    assert [o.name for o in processing_order(overlays)] == ["c", "a", "d", "e", "b"]
+    assert [o.name for o in order_by_weight(overlays)] == ["c", "a", "d", "e", "b"]
 
 
 def test_equal_weight_tie_the_alphabetically_earlier_name_is_rejected():
