@@ -99,7 +99,9 @@ def _karpenter_launch(opened: Opened, pod: Pod, inventory: Inventory, result: Po
     from kubectl_dra.overlays.explain import evaluate
     from kubectl_dra.scheduling.launch import predict_launch
 
-    karpenter, instance_types = read_overlay_inputs(opened, catalog, require_overlays=False)
+    # the scheduling has read the Nodes already
+    karpenter, instance_types = read_overlay_inputs(opened, catalog, require_overlays=False,
+                                                    nodes=inventory.all(Node))
     inventory.problems += [p for p in karpenter.problems if p.kind not in ("NodeOverlay", "NodePool", "NodeClaim")]
     pools = karpenter.all(NodePool)
     if not pools:

@@ -127,8 +127,10 @@ def read_around(opened: Opened, found, first: Inventory, requests) -> Inventory:
     return join_first(opened.source.read(requests), found, first)
 
 
-def read_overlay_inputs(opened, catalog: Path | None, extra_requests=(), *, require_overlays: bool = True):
-    """Overlays, NodePools, NodeClaims, Nodes (+ extra kinds), and the instance types to evaluate.
+def read_overlay_inputs(opened, catalog: Path | None, extra_requests=(), *, require_overlays: bool = True,
+                        nodes: list | None = None):
+    """Overlays, NodePools, NodeClaims, Nodes (+ extra kinds), and the instance types to evaluate;
+    ``nodes`` already read are used instead of reading them again.
 
     Without Karpenter, ``overlays`` has nothing to say (an error); ``explain node`` goes on without."""
     # start-up: light
@@ -139,7 +141,8 @@ def read_overlay_inputs(opened, catalog: Path | None, extra_requests=(), *, requ
 
     inventory = opened.source.read([ReadRequest(NodeOverlay, required=require_overlays),
                                     ReadRequest(NodePool, required=require_overlays),
-                                    ReadRequest(NodeClaim, required=False), ReadRequest(Node, required=False),
+                                    ReadRequest(NodeClaim, required=False),
+                                    *([ReadRequest(Node, required=False)] if nodes is None else []),
                                     *extra_requests])
     if require_overlays and "NodeOverlay" not in inventory.read_kinds:
         reason = next((p.message for p in inventory.problems if p.kind == "NodeOverlay"), "")
@@ -161,5 +164,6 @@ def read_overlay_inputs(opened, catalog: Path | None, extra_requests=(), *, requ
         catalog_problems += [f"{where}: {m}" if where else m for m in found]
     inventory.problems += [Problem(message=m, kind="InstanceTypeCatalog") for m in catalog_problems]
     if not documents:
-        instance_types = infer_from_cluster(inventory.all(Node), inventory.all(NodeClaim), inventory.all(NodePool))
+        instance_types = infer_from_cluster(inventory.all(Node) if nodes is None else nodes,
+                                            inventory.all(NodeClaim), inventory.all(NodePool))
     return inventory, instance_types

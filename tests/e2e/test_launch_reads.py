@@ -25,9 +25,12 @@ def test_unreadable_overlays_are_said_and_make_the_result_partial(make_apiserver
     catalog_file.write_text(yaml.safe_dump(catalog))
     args = ("explain", "pod", "encoder", "-n", "media", "--kubeconfig", str(kubeconfig_for(server)),
             "--catalog", str(catalog_file), "-o", "json")
+    server.requests.clear()
     readable = dra(*args)
     assert readable.exit_code == 0, readable
     assert readable.json()["karpenter"]["nodePool"] == "general"
+    # the Nodes the scheduling read serve the Karpenter section too: one list, not two
+    assert len([r for r in server.requests if r.resource == "nodes" and r.is_list]) == 1
 
     server.fail(403, resource="nodeoverlays")
     result = dra(*args)
