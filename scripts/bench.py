@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
 from apiserver import FakeAPIServer  # noqa: E402
-from builders import claim, pod, reserved_pod, resource_slice  # noqa: E402
+from builders import claim, pod, reserved_pod, resource_slice, uid  # noqa: E402
 from startup_paths import PATHS  # noqa: E402
 
 BIN = Path(sys.executable).parent
@@ -531,6 +531,149 @@ def bench_pending(runs: int, tmp: Path) -> None:
         serving.wait(timeout=120)
 
 
+DEVICE_NODES, DEVICES_PER_NODE = 5000, 8  # issue 39's cluster: 40,000 devices, 40,000 claims
+
+
+def devices_cluster(nodes: int = DEVICE_NODES, per_node: int = DEVICES_PER_NODE) -> list[dict]:
+    """``nodes`` GPU nodes, each with one node-local ResourceSlice of ``per_node`` devices shaped like
+    dra-example-driver's (gpu.example.com, pool = node name; index, uuid, model, driverVersion,
+    80Gi of memory; examples/cluster/dra), the driver's DeviceClass, and ``nodes x per_node`` claims
+    in 50 namespaces, generated from a template for a pod as the claim controller names them: nine
+    in ten allocated, each to a distinct device (spread over the nodes: gpu-0 of every node first,
+    so most nodes keep a GPU free) and reserved for its pod; the rest pending (no allocation)."""
+    driver, stamp = "gpu.example.com", "2026-11-20T08:00:00Z"
+    n_claims = nodes * per_node
+    allocated = n_claims * 9 // 10
+    objects: list[dict] = [{
+        "apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+        "metadata": {"name": driver, "uid": uid(f"class/{driver}"), "generation": 1, "creationTimestamp": stamp,
+                     "labels": {"app.kubernetes.io/managed-by": "Helm"},
+                     "annotations": {"meta.helm.sh/release-name": "dra-example-driver",
+                                     "meta.helm.sh/release-namespace": "dra-example-driver"}},
+        "spec": {"selectors": [{"cel": {"expression": f"device.driver == '{driver}'"}}]}}]
+    for n in range(nodes):
+        name = f"gpu-node-{n:05d}"
+        node_uid = uid(f"node/{name}")
+        objects.append({
+            "apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "uid": node_uid, "creationTimestamp": stamp, "labels": {
+                "kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
+                "topology.kubernetes.io/zone": f"zone-{n % 3}", "node.kubernetes.io/instance-type": "p5.48xlarge",
+                "nvidia.com/gpu.present": "true"}},
+            "spec": {"providerID": f"aws:///zone/i-{n:08x}"},
+            "status": {"capacity": {"cpu": "192", "memory": "2048Gi", "pods": "110"},
+                       "allocatable": {"cpu": "191450m", "memory": "2040Gi", "pods": "110"},
+                       "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
+                                       "lastHeartbeatTime": stamp, "lastTransitionTime": stamp}],
+                       "nodeInfo": {"kubeletVersion": "v1.37.2", "containerRuntimeVersion": "containerd://2.1.0",
+                                    "architecture": "amd64", "operatingSystem": "linux"}}})
+        objects.append({
+            "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+            "metadata": {"name": f"{name}-{driver}-{n:05x}", "generateName": f"{name}-{driver}-",
+                         "uid": uid(f"slice/{name}/{driver}"), "generation": 1, "creationTimestamp": stamp,
+                         "ownerReferences": [{"apiVersion": "v1", "kind": "Node", "name": name, "uid": node_uid,
+                                              "controller": True}]},
+            "spec": {"driver": driver, "nodeName": name,
+                     "pool": {"name": name, "generation": 1, "resourceSliceCount": 1},
+                     "devices": [{"name": f"gpu-{d}",
+                                  "attributes": {"driverVersion": {"version": "1.0.0"}, "index": {"int": d},
+                                                 "model": {"string": "LATEST-GPU-MODEL"},
+                                                 "uuid": {"string": "gpu-" + uid(f"gpu/{name}/{d}")}},
+                                  "capacity": {"memory": {"value": "80Gi"}},
+                                  "nodeAllocatableResources": {"memory": {"overhead": {
+                                      "perContainer": "512Mi", "perPod": "1Gi"}}}} for d in range(per_node)]}})
+    for i in range(n_claims):
+        ns, pod_name = f"team-{i % 50:02d}", f"trainer-{i:05d}"
+        pod_uid = uid(f"pod/{ns}/{pod_name}")
+        name = f"{pod_name}-gpu-{i:05x}"
+        c = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+             "metadata": {"name": name, "namespace": ns, "uid": uid(f"claim/{ns}/{name}"),
+                          "generateName": f"{pod_name}-gpu-", "creationTimestamp": stamp,
+                          "annotations": {"resource.kubernetes.io/pod-claim-name": "gpu"},
+                          "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": pod_name, "uid": pod_uid,
+                                               "controller": True, "blockOwnerDeletion": True}]},
+             "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+                 "deviceClassName": driver, "allocationMode": "ExactCount", "count": 1}}]}},
+             "status": {}}
+        if i < allocated:
+            node = f"gpu-node-{i % nodes:05d}"
+            c["metadata"]["finalizers"] = ["resource.kubernetes.io/delete-protection"]
+            c["status"] = {
+                "allocation": {"devices": {"results": [{"request": "gpu", "driver": driver, "pool": node,
+                                                        "device": f"gpu-{i // nodes}"}]},
+                               "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
+                                   {"key": "metadata.name", "operator": "In", "values": [node]}]}]},
+                               "allocationTimestamp": stamp},
+                "reservedFor": [{"resource": "pods", "name": pod_name, "uid": pod_uid}]}
+        objects.append(c)
+    return objects
+
+
+def bench_devices(runs: int, tmp: Path, nodes: int = DEVICE_NODES) -> None:
+    """``devices`` over issue 39's cluster (devices_cluster: 5,000 nodes x 8 GPUs, 40,000 claims, 36,000
+    of them allocated), beside ``kubectl get resourceslices,resourceclaims -A`` of the same server
+    (the two kinds that make its size; ``devices`` also reads the nodes, the class and the
+    DeviceTaintRules). Goal: at most kubectl's wall time and peak memory. Medians of ``runs``, after
+    one run of each that is not counted (the server encodes its pages once, as a watch cache would);
+    then ``-o json`` and ``--class`` once each. The server (the tests' fake, read-only, in its own
+    process) serves 500 a page, as both ask."""
+    from k8s_build import kubectl_path
+
+    kubectl = kubectl_path()
+    per_node = DEVICES_PER_NODE
+    n_claims = nodes * per_node
+    allocated = n_claims * 9 // 10
+    serving = subprocess.Popen([sys.executable, str(ROOT / "scripts" / "bench_server.py"), "devices",
+                                str(nodes), str(per_node)],
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        url = serving.stdout.readline().strip()
+        env = {**os.environ, "KUBECONFIG": str(write_kubeconfig(tmp / "kubeconfig-devices", url))}
+        print(f"devices: {nodes:,} nodes x {per_node} devices ({nodes * per_node:,}), {n_claims:,} claims in 50 "
+              f"namespaces ({allocated:,} allocated, {n_claims - allocated:,} pending), 1 DeviceClass")
+        ours = [str(BIN / "kubectl-dra"), "devices"]
+        timed(ours, env)  # not counted: the server encodes its pages
+        mine = [timed(ours, env) for _ in range(runs)]
+        done = mine[-1][3]
+        if done.returncode != 0:
+            print(f"  kubectl dra devices: exit {done.returncode}: {done.stderr.strip()[:300]}")
+            return
+        wall, cpu, rss = (statistics.median(m[i] for m in mine) for i in range(3))
+        print(f"  kubectl dra devices: {wall:.2f} s wall, {cpu:.2f} s CPU, {rss:.0f} MiB (median of {runs}), "
+              f"{len(done.stdout.splitlines()) - 1} rows")
+        if kubectl is None:
+            print("  no kubectl found (scripts/build-control-plane, or one on PATH): ours only")
+        else:
+            theirs = [kubectl, "get", "resourceslices,resourceclaims", "-A"]
+            timed(theirs, env)  # not counted, as ours
+            got = [timed(theirs, env) for _ in range(runs)]
+            if got[-1][3].returncode != 0:
+                print(f"  kubectl {' '.join(theirs[1:])}: exit {got[-1][3].returncode}: "
+                      f"{got[-1][3].stderr.strip()[:300]}")
+            else:
+                k_wall, k_cpu, k_rss = (statistics.median(g[i] for g in got) for i in range(3))
+                verdict = "PASS" if wall <= k_wall and rss <= k_rss else "FAIL"
+                print(f"  kubectl {' '.join(theirs[1:])}: {k_wall:.2f} s wall, {k_cpu:.2f} s CPU, {k_rss:.0f} MiB "
+                      f"(median of {runs}), {len(got[-1][3].stdout.splitlines())} lines")
+                print(f"  ratio: {wall / k_wall:.2f}x the wall time, {cpu / k_cpu:.2f}x the CPU, {rss / k_rss:.2f}x "
+                      f"the memory: {verdict} (goal: at most kubectl's wall time and memory, issue 39)")
+        import json as _json
+
+        for args in (["-o", "json"], ["--class", "gpu.example.com"]):
+            once_wall, once_cpu, once_rss, once = timed([*ours, *args], env)
+            shown = f"  kubectl dra devices {' '.join(args)}: {once_wall:.2f} s wall, {once_cpu:.2f} s CPU, " \
+                    f"{once_rss} MiB (once), exit {once.returncode}"
+            if once.returncode == 0 and args[0] == "-o":
+                pools = _json.loads(once.stdout)["pools"]
+                shown += (f": {len(pools):,} pools, {sum(p.get('total', 0) for p in pools):,} devices, "
+                          f"{sum(p.get('allocated', 0) for p in pools):,} allocated, "
+                          f"{sum(p.get('free') or 0 for p in pools):,} free")
+            print(shown, flush=True)
+    finally:
+        serving.stdin.close()
+        serving.wait(timeout=120)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sizes", default="1000,5000,20000,50000",
@@ -539,7 +682,10 @@ def main() -> None:
     parser.add_argument("--help-runs", type=int, default=20)
     parser.add_argument("--predict-pods", type=int, default=10000)
     parser.add_argument("--reports", type=int, default=5000)
-    parser.add_argument("--only", default="help,startup,floor,prediction,agent,allocation,search,pending,verify,cluster,overlays",
+    parser.add_argument("--device-nodes", type=int, default=DEVICE_NODES,
+                        help=f"devices: GPU nodes ({DEVICES_PER_NODE} devices and {DEVICES_PER_NODE} claims each, "
+                             "nine in ten claims allocated)")
+    parser.add_argument("--only", default="help,startup,floor,prediction,agent,allocation,search,pending,verify,devices,cluster,overlays",
                         help="comma-separated parts to run (all by default); `agents` (N real node agents "
                              "against a real control plane, about 10 minutes) runs only when named")
     parser.add_argument("--agents", type=int, default=50, help="agents: how many at once (one node each)")
@@ -574,6 +720,8 @@ def main() -> None:
             bench_verify(args.reports, 10, Path(tmp))
         if "pending" in only:
             bench_pending(args.runs, Path(tmp))
+        if "devices" in only:
+            bench_devices(args.runs, Path(tmp), args.device_nodes)
         if "cluster" in only:
             bench_cluster([int(n) for n in args.sizes.split(",") if n], args.runs, Path(tmp))
     if "overlays" in only:

@@ -1,7 +1,8 @@
 """A local API server (the tests' fake) holding a synthetic cluster, in its own process, as a real
 API server would be: ``python scripts/bench_server.py CLAIMS`` prints its URL once it serves
 CLAIMS claims, 2 x CLAIMS pods and the slices, then serves until stdin closes;
-``python scripts/bench_server.py pending NODES PODS`` serves bench.pending_cluster."""
+``python scripts/bench_server.py pending NODES PODS`` serves bench.pending_cluster;
+``python scripts/bench_server.py devices NODES DEVICES`` serves bench.devices_cluster."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "scripts")]
 
 from apiserver import FakeAPIServer  # noqa: E402
-from bench import build_cluster, pending_cluster  # noqa: E402
+from bench import build_cluster, devices_cluster, pending_cluster  # noqa: E402
 
 
 class _Encoded(bytes):
@@ -56,9 +57,13 @@ class ReadOnlyServer(FakeAPIServer):
 
 
 def main() -> None:
-    if sys.argv[1] == "pending":
-        objects = pending_cluster(int(sys.argv[2]), int(sys.argv[3]))
-        server = ReadOnlyServer(objects).start()
+    if sys.argv[1] in ("pending", "devices"):
+        build = pending_cluster if sys.argv[1] == "pending" else devices_cluster
+        objects = build(int(sys.argv[2]), int(sys.argv[3]))
+        server = ReadOnlyServer(objects)
+        if sys.argv[1] == "devices":  # a 1.37 API server serves DeviceTaintRules (resource.k8s.io/v1): none here
+            server.register("resource.k8s.io", "v1", "DeviceTaintRule", "devicetaintrules", False, status=True)
+        server.start()
         del objects
         print(server.url, flush=True)
         sys.stdin.read()

@@ -92,8 +92,7 @@ class CliResult:
         return f"CliResult(exit={self.exit_code}, stdout={self.stdout[:300]!r}, stderr={self.stderr[:300]!r})"
 
 
-@pytest.fixture
-def dra() -> Callable[..., CliResult]:
+def _dra() -> Callable[..., CliResult]:
     """``dra("claims", "-A", ...)`` runs ``kubectl dra`` through click's runner.
 
     The clock is fixed at 2026-11-22T12:00:00Z so AGE columns are stable; colour is off.
@@ -114,3 +113,15 @@ def dra() -> Callable[..., CliResult]:
         return CliResult(result.exit_code, result.stdout, result.stderr)
 
     return run
+
+
+@pytest.fixture
+def dra() -> Callable[..., CliResult]:
+    """``dra("claims", "-A", ...)``: kubectl dra through click's runner (see :func:`_dra`)."""
+    return _dra()
+
+
+@pytest.fixture(scope="module")
+def dra_module() -> Callable[..., CliResult]:
+    """The same, for a module's fixture that runs the commands once for all its tests."""
+    return _dra()

@@ -742,6 +742,35 @@ class Allocator:
         except (AllocationError, Undetermined):
             return []
 
+    # -- one device, for a view of what is free (devices/explain.py) ----------------------------
+
+    def device_refusal(self, spec: ExactDeviceRequest, class_: DeviceClass | None, pool: Pool, rs: ResourceSlice,
+                       device: Device, node: Node) -> tuple[str, str] | None:
+        """Why a fresh request ``spec`` (of ``class_``, or of no class: no class selectors) could not
+        take ``device`` on ``node`` now, as (reason, message), or None when it could: the scheduler's
+        own device checks in its order, against the cluster's allocations. A selector that fails or
+        cannot be evaluated is ("Undetermined", why): what the scheduler would do there is not a count.
+        Selection is asked first (a class that does not accept a device is "DeviceClassSelector",
+        whoever holds it); the selectors' results are cached per device, so ask once per device."""
+        request = _Request(0, "", "req", None, spec, class_)
+        try:
+            try:  # selection first: whether the class accepts a device does not depend on who holds it
+                return self._selection_refusal(request, pool, rs, device, node) or \
+                    self._refusal(request, pool, rs, device, node, _Attempt())
+            except _SelectionFailed as exc:
+                return "Undetermined", f"the scheduler fails on this device: {exc}"
+        except Undetermined as exc:
+            return "Undetermined", str(exc)
+
+    def pool_available(self, pool: Pool) -> dict[str, dict[str, Quantity]]:
+        """The pool's shared counters left after the cluster's allocations (may be negative)."""
+        return self._pool_available(pool)
+
+    def default_consumption(self, spec: ExactDeviceRequest, pool: Pool, device: Device) -> dict[str, Quantity]:
+        """What one more share of a shareable device would consume for ``spec`` (its capacity policy's
+        default, or the whole capacity when the policy has none)."""
+        return self._capacity_fits(_Request(0, "", "req", None, spec, None), pool, device, {}, static=True)[1]
+
     # -- explanation ---------------------------------------------------------------------------
 
     def _diagnose(self, requests, gathered: Gathered, node: Node) -> list[RequestDiagnosis]:

@@ -174,6 +174,18 @@ def _build(driver: str, name: str, kept: list[ResourceSlice], pool_slices: list[
     return pool
 
 
+def whole_pool(driver: str, name: str, current: list[ResourceSlice], partitionable: bool = True) -> Pool:
+    """A complete pool from the slices of its newest generation (every node's), as the allocator
+    builds it: its counters, its validity, its devices in order (``devices/explain.py`` counts a
+    cluster's pools with it; a node's view is :func:`gather`)."""
+    return _build(driver, name, current, None, partitionable)
+
+
+def uses_compatibility_groups(rs: ResourceSlice) -> bool:
+    """A slice DRADeviceCompatibilityGroups (alpha, off) would need: the scheduler ignores it."""
+    return _uses_compatibility_groups(rs)
+
+
 def gather(node: Node, slices: list[ResourceSlice], by_pool: dict[tuple[str, str], list[ResourceSlice]],
            partitionable: bool = True) -> Gathered:
     """``slices``: those that can reach the node (node-local ones of this node and every shared

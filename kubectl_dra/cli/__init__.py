@@ -12,6 +12,7 @@ from kubectl_dra.flags.connection import root_kube_options
 
 COMMANDS = {
     "claims": ("kubectl_dra.cli.claims:claims", "List ResourceClaims: state, node, devices, reservations."),
+    "devices": ("kubectl_dra.cli.devices:devices", "What devices are free, where, and who holds the rest."),
     "explain": ("kubectl_dra.cli.explain:explain", "Explain a claim, a pod or a node: devices, holders, DRA amounts, cgroups."),
     "snapshot": ("kubectl_dra.cli.snapshot:snapshot", "Save every object kubectl-dra reads, for offline use."),
     "taints": ("kubectl_dra.cli.taints:taints", "Tainted devices and what they do; dry-run a DeviceTaintRule."),

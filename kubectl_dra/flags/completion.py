@@ -57,6 +57,28 @@ def object_names(kind: str) -> Callable:
     return names
 
 
+def slice_values(field: str) -> Callable:
+    """A ``shell_complete`` callback: the drivers (``field`` "driver") or pool names ("pool") the
+    cluster's ResourceSlices publish; nothing when they cannot be read."""
+
+    def values(ctx: click.Context, param: click.Parameter, incomplete: str):
+        try:
+            # start-up: help
+            from kubectl_dra.kube.reads import ReadRequest
+            from kubectl_dra.kube.sources import open_source
+            from kubectl_dra.model.resource import ResourceSlice
+
+            opened = open_source(_kube_options(ctx))
+            inventory = opened.source.read([ReadRequest(ResourceSlice, required=False, keep_raw=False)])
+            found = sorted({rs.spec.driver if field == "driver" else rs.spec.pool.name
+                            for rs in inventory.all(ResourceSlice)})
+        except Exception:
+            return []
+        return [CompletionItem(v) for v in found if v and v.startswith(incomplete)]
+
+    return values
+
+
 def namespaces(ctx: click.Context, param: click.Parameter, incomplete: str):
     """``-n <TAB>``: the cluster's namespaces, or those a snapshot's objects live in."""
     try:

@@ -162,6 +162,7 @@ class ResourceSliceSpec(View):
     per_device_node_selection: bool | None = None
     devices: list[Device] = Field(default_factory=list)
     shared_counters: list[CounterSet] = Field(default_factory=list)
+    partition_type_attribute: str | None = None  # 1.37: the attribute naming each device's partition type
 
 
 def _normalize_device(data: Any) -> Any:

@@ -1,0 +1,1 @@
+"""``kubectl dra devices``: what is free, where, and who holds the rest."""
