@@ -43,12 +43,14 @@ def devices(ctx: click.Context, kube, output, node: str | None, selector: str | 
     deleted holds them until its finalizer goes); FREE: how many one request
     without tolerations could take together now, as the scheduler decides it;
     TAINTED: free but for a NoSchedule or NoExecute taint (the driver's or a
-    DeviceTaintRule's); BLOCKED: not held, but their shared counters or
-    capacity are used up, or the pool is incomplete or invalid; ADMIN:
-    admin-access allocations (they take nothing); REMAINING: shared counters
-    and consumable capacity left; FITS: how many more of each partition type
-    fit together. A count that cannot be known (a selector that cannot be
-    evaluated, an invalid field) is <unknown>, with the reason, and exit 4.
+    DeviceTaintRule's); ADMIN: admin-access allocations (they take
+    nothing); REMAINING: shared counters and consumable capacity left; FITS:
+    how many more of each partition type fit together. The rest are blocked
+    (shared counters or capacity used up, the pool incomplete or invalid):
+    --devices gives each device's state. A count that cannot be known (a
+    selector that cannot be evaluated, an invalid field) is <unknown>, with
+    the reason, and exit 4. Health: a kubelet reports it only for allocated
+    devices, in their pods' status; --devices reads the pods for it.
 
     \b
     Examples:

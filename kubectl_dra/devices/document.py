@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
@@ -53,7 +53,7 @@ class Holder:
     pods: list[str] = dataclasses.field(default_factory=list)  # namespace/name, from status.reservedFor
     pod_groups: list[str] = dataclasses.field(default_factory=list)
     admin_access: bool = False  # takes nothing from others
-    share_id: str | None = None
+    share_id: Annotated[str | None, Field(alias="shareID")] = None  # as the API spells it
     consumed: dict[str, str] = dataclasses.field(default_factory=dict)
     deleting: bool = False  # the claim is being deleted: it holds the device until its finalizer goes
 

@@ -2,7 +2,9 @@
 row per device; then the rows whose free count is unknown, and the findings, in words.
 
 FREE is what one request could take together now; REMAINING the shared counters and consumable
-capacity left; FITS how many more of each partition type fit. A number that is not known is
+capacity left; FITS how many more of each partition type fit. What is neither allocated, free nor
+tainted is blocked (counters or capacity used up, the pool unusable): ``blocked`` in the JSON, and
+each device's state with --devices. A number that is not known is
 ``<unknown>``, with the reason below the table, never a number that may be wrong."""
 
 from __future__ import annotations
@@ -16,15 +18,16 @@ from kubectl_dra.text import wrap_lines
 
 UNKNOWN = "<unknown>"
 POOL_COLUMNS = [Column("NODE"), Column("DRIVER"), Column("POOL"), Column("TOTAL"), Column("ALLOCATED"),
-                Column("FREE"), Column("TAINTED"), Column("BLOCKED"), Column("ADMIN"), Column("REMAINING"),
+                Column("FREE"), Column("TAINTED"), Column("ADMIN"), Column("REMAINING"),
                 Column("FITS")]
 DEVICE_COLUMNS = [Column("NODE"), Column("DEVICE"), Column("STATE"), Column("CLAIM"), Column("PODS"), Column("TAINTS"),
                   Column("HEALTH"), Column("ATTRIBUTES")]
 
 
 def _remaining(row: PoolRow) -> list[str]:
+    """Counters as set/counter, capacities by their short names (the driver's own domain dropped)."""
     return [f"{c.counter_set}/{c.counter}={c.remaining}" for c in row.counters] + \
-        [f"{c.name}={c.remaining}" for c in row.capacity]
+        [f"{c.name.removeprefix(row.driver + '/')}={c.remaining}" for c in row.capacity]
 
 
 def _fits(row: PoolRow) -> list[str]:
@@ -36,7 +39,7 @@ def pool_rows(result: DeviceAvailability) -> list[list[str]]:
     for row in result.pools:
         free = UNKNOWN if row.free is None else str(row.free)
         rows.append([cell(v) for v in (row.node, row.driver, row.pool, str(row.total), str(row.allocated), free,
-                                       str(row.tainted), str(row.blocked), str(row.admin), _remaining(row),
+                                       str(row.tainted), str(row.admin), _remaining(row),
                                        _fits(row))])
     return rows
 
@@ -70,8 +73,14 @@ def devices_table(result: DeviceAvailability, *, devices: bool = False, no_heade
         data = render(DEVICE_COLUMNS, device_rows(result), no_headers=no_headers)
     else:
         data = render(POOL_COLUMNS, pool_rows(result), no_headers=no_headers)
-    lines = [f"{row.node} {row.driver}/{row.pool}: free not known: {row.unknown}"
-             for row in result.pools if row.unknown]
+    lines = []
+    for row in result.pools:
+        where = f"{row.node} {row.driver}/{row.pool}"
+        if row.unknown:
+            lines.append(f"{where}: free not known: {row.unknown}")
+        elif row.free is not None and row.available is not None and row.free < row.available:
+            lines.append(f"{where}: {row.available} devices are free one at a time, {row.free} fit together in "
+                         "the shared counters")
     if result.findings:
         lines += findings_lines(result.findings, style)
     return Printed(data, prose="".join(line + "\n" for line in wrap_lines(lines)), heading=heading)

@@ -31,6 +31,7 @@ WANTED_GATES = (  # what kubectl-dra reads; each is enabled when this apiserver 
     "DRAWorkloadResourceClaims", "GenericWorkload", "DRAPartitionableDevices", "DRAConsumableCapacity",
     "DRADeviceBindingConditions", "DRAResourceClaimDeviceStatus", "DRAResourcePoolStatus", "DRAExtendedResource",
     "DRAPrioritizedList", "DRAAdminAccess", "DRAListTypeAttributes", "NodeDeclaredFeatures", "PodLevelResources",
+    "DRAPartitionableDevicesType",  # partitionTypeAttribute, and ResourcePoolStatusRequest's default for it
 )
 RUNTIME_CONFIG = ("resource.k8s.io/v1beta1=true", "resource.k8s.io/v1beta2=true", "resource.k8s.io/v1alpha3=true",
                   "scheduling.k8s.io/v1beta1=true", "scheduling.k8s.io/v1alpha3=true")

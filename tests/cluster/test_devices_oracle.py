@@ -270,3 +270,68 @@ def test_free_is_what_the_scheduler_allocates(oracle, scenario):
         exact = taken[scenario.name]
         assert exact["spec"].get("nodeName") == scenario.node, (
             f"the scheduler did not allocate {scenario.expect} devices of {scenario.klass}", exact["status"])
+
+
+# -- ResourcePoolStatusRequest (KEP-5677, alpha: DRAResourcePoolStatus, on in this control plane) ------------
+
+RPSR = "/apis/resource.k8s.io/v1alpha3/resourcepoolstatusrequests"
+PARTITIONED = {"part-all", "part-quarter", "part-half", "part-full", "mig-all", "mig-2g"}
+HARD = ("NoSchedule", "NoExecute")
+
+
+def _pool_status(plane, scenario: Scenario) -> dict | None:
+    """The controller's answer for the scenario's driver (None: it wrote none, as for an incomplete pool)."""
+    name = f"devices-oracle-{scenario.name}"
+    spec = {"driver": drv(scenario.name)}
+    if scenario.name in PARTITIONED:
+        spec["defaultPartitionTypeAttribute"] = f"{drv(scenario.name)}/profile"
+    plane.request("POST", RPSR, {"apiVersion": "resource.k8s.io/v1alpha3", "kind": "ResourcePoolStatusRequest",
+                                 "metadata": {"name": name}, "spec": spec})
+    done = wait_for(f"ResourcePoolStatusRequest {name} completed", lambda: (plane.request(
+        "GET", f"{RPSR}/{name}").get("status") or {}).get("conditions"), timeout=30)
+    assert [c["type"] for c in done] == ["Complete"], done
+    (pool,) = plane.request("GET", f"{RPSR}/{name}")["status"]["pools"]
+    return pool
+
+
+@pytest.mark.parametrize("scenario", [s for s in SCENARIOS if s.name != "incomplete"],
+                         ids=[s.name for s in SCENARIOS if s.name != "incomplete"])
+def test_resource_pool_status_request_agrees_where_documented(oracle, full_cluster, dra, tmp_path, scenario):
+    """What the controller writes for the scenario's pool (after the oracle's allocations) against
+    ``devices`` for the same pool: equal, or different exactly as the README's comparison says.
+    (An incomplete pool: the controller writes no status at all, README.)"""
+    plane = full_cluster
+    kubeconfig = str(plane.kubeconfig(tmp_path / "kubeconfig", namespace=NAMESPACE))
+    args = ["devices", "--kubeconfig", kubeconfig, "--driver", drv(scenario.name), "-o", "json", "--devices"]
+    if scenario.name in PARTITIONED:
+        args += ["--partition-attribute", f"{drv(scenario.name)}/profile"]
+    answer = dra(*args)
+    assert answer.exit_code == 0, answer
+    (row,) = answer.json()["pools"]
+    theirs = _pool_status(plane, scenario)
+    current = [d for d in row["devices"] if d["state"] != "Outdated"]
+    assert (theirs["poolName"], theirs["generation"]) == (row["pool"], row["generation"])
+    assert theirs["totalDevices"] == row["total"] and theirs["allocatedDevices"] == row["allocated"]
+    assert theirs.get("nodeName") == (row["node"] if not row["node"].startswith("<") else None)
+    # unavailable: every device with a NoSchedule/NoExecute taint, held or not (ours: free but tainted)
+    tainted = [d for d in current if any(t.split(":")[-1].split("(")[0] in HARD for t in d["taints"])]
+    assert theirs["unavailableDevices"] == len(tainted)
+    counters, shareable = bool(row["counters"]), bool(row["capacity"])
+    if not counters and not shareable:
+        assert theirs["availableDevices"] == row["free"], (theirs, row)
+    elif counters:  # theirs: every partition not held; ours: how many fit together in the counters
+        assert theirs["availableDevices"] == row["total"] - row["allocated"] - len(tainted) >= row["free"]
+    else:  # theirs: a shared device is allocated; ours: it takes another share while capacity lasts
+        assert theirs["availableDevices"] == row["total"] - row["allocated"] <= row["free"]
+    if shareable:
+        summary = theirs["shareableSummary"]
+        assert (summary["fullyAvailableDevices"], summary["partiallyAvailableDevices"]) == (
+            row["fullyFreeShareable"], row["partlyFreeShareable"])
+        assert [(c["name"], c["total"], c["consumed"], c["available"]) for c in summary["capacity"]] == [
+            (c["name"].split("/")[-1], c["total"], c["consumed"], c["remaining"]) for c in row["capacity"]]
+    if scenario.name.startswith("part-"):
+        assert [(p["type"], p["total"], p["allocatable"]) for p in theirs["partitionSummary"]] == [
+            (s["shape"], s["devices"], s["fit"]) for s in row["shapes"]]
+    elif scenario.name.startswith("mig-"):  # partitions of one type that consume different counters
+        assert "partitionSummary" not in theirs and theirs["validationError"].startswith("PartitionCostMismatch")
+        assert all(s["fit"] is not None for s in row["shapes"])

@@ -109,6 +109,12 @@ SNAP = ["--snapshot", str(EXAMPLE)]
     (["explain", "claim", *SNAP, "-n", "ml", "--pod", "tr"], ["trainer-0-h6h2p", "trainer-1-gl2xk", ":4"]),
     (["overlays", *SNAP, "--nodepool", ""], ["default", "gpu", ":4"]),
     (["claims", *SNAP, "-n", ""], ["default", "ml", ":4"]),
+    # devices: its flags, and the nodes, drivers, pools and classes the snapshot holds
+    (["devices", "--p"], ["--pool", "--partition-attribute", ":4"]),
+    (["devices", *SNAP, "--driver", "dra."], ["dra.cpu", "dra.memory", "dra.net", ":4"]),
+    (["devices", *SNAP, "--pool", "worker-g"], ["worker-gpu-1", "worker-gpu-2", ":4"]),
+    (["devices", *SNAP, "--class", "gpu"], ["gpu.example.com", ":4"]),
+    (["devices", *SNAP, "--node", "worker-c"], ["worker-cpu-1", ":4"]),
     # nothing readable: no candidates, never an error in the user's shell
     (["explain", "claim", "--snapshot", "/nonexistent", ""], [":4"]),
     (["explain", "pod", "--server", "http://127.0.0.1:1", ""], [":4"]),

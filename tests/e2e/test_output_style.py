@@ -92,6 +92,7 @@ DEFAULT_VIEWS = [  # every command's default view on the example cluster (before
     ["verify", "--node", "worker-gpu-1", "--cgroup-root", str(NODE_TREE / "sys/fs/cgroup"),
      "--kubelet-root", str(NODE_TREE / "var/lib/kubelet")],
     ["overlays"], ["taints"], ["taints", "--dry-run", "-f", DRAIN], ["taints", "--dry-run", "-f", EVERYTHING],
+    ["devices"], ["devices", "--class", "gpu.example.com"],
 ]
 
 

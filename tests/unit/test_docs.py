@@ -202,9 +202,11 @@ def documents() -> dict[str, type]:
     from kubectl_dra.pods.document import PodExplanation
     from kubectl_dra.scheduling.document import Scheduling
     from kubectl_dra.taints.document import TaintExplanation
+    from kubectl_dra.devices.document import DeviceAvailability
     from kubectl_dra.verify.report import NodeEnforcementReport, VerifyResult
 
     kinds = [ClaimList, ClaimExplanation, PodExplanation, NodeExplanation, OverlayExplanation, TaintExplanation,
+             DeviceAvailability,
              NodeEnforcementReport, VerifyResult]
     return {**{k.model_fields["kind"].default: k for k in kinds},
             "Finding": Finding, "Allocation": Allocation, "Scheduling": Scheduling}

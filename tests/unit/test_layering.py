@@ -15,7 +15,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 # every core package of docs/architecture.md §1, and the leaves under them
-CORE = ("exitcodes", "allocatable", "allocation", "cgroups", "claims", "nodes", "nodescan", "nodestate", "overlays", "pods", "pools",
+CORE = ("exitcodes", "allocatable", "allocation", "cgroups", "claims", "devices", "nodes", "nodescan", "nodestate", "overlays", "pods", "pools",
         "scheduling", "taints", "verify", "model", "quantity", "duration", "document", "errors", "labels", "text")
 # The one door from the core into kube/: a ReadRequest is a plain description of what to read (kind,
 # namespace, selectors), which the core writes (scheduling/reads.py, nodescan/node.py) and kube/ carries
