@@ -70,7 +70,7 @@ def explain_devices(inventory: Inventory, *, device_class: DeviceClass | None = 
     for (drv, name), slices in sorted(by_pool.items()):
         counted = _Pool(drv, name, slices, node_objects, nodes_read)
         for row in counted.rows(allocator, spec, device_class, state, held, health, devices, partition_attribute):
-            if nodes is not None and not (row.node in nodes or row.node == ALL_NODES or set(row.nodes) & nodes):
+            if nodes is not None and not (row.node in nodes or (row.node == ALL_NODES and nodes) or set(row.nodes) & nodes):
                 continue
             if free_only and not row.free:
                 continue
