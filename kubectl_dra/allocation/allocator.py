@@ -762,6 +762,12 @@ class Allocator:
         except Undetermined as exc:
             return "Undetermined", str(exc)
 
+    def forget_devices(self) -> None:
+        """Drop what the selectors cached per device: a view that asks each device once (devices/
+        explain.py, pool by pool) must not hold a CEL input per device of the cluster."""
+        self._cel_devices.clear()
+        self._selectable.clear()
+
     def pool_available(self, pool: Pool) -> dict[str, dict[str, Quantity]]:
         """The pool's shared counters left after the cluster's allocations (may be negative)."""
         return self._pool_available(pool)

@@ -44,20 +44,62 @@ _STATES = {"AlreadyAllocated": "Allocated", "Capacity": "CapacityUsed", "Counter
            "NodeSelection": "Unreachable"}
 
 
+class Holdings:
+    """What the cluster's claims hold, folded in as the claims stream by (none of them is kept):
+    the scheduler's allocated state, the devices admin access is on, who holds each device (only
+    when the device rows are wanted) and the claims being deleted that still hold devices."""
+
+    def __init__(self, keep_holders: bool):
+        self.state = AllocatedState()
+        self.admin: set[Key] = set()
+        self.holders: dict[Key, list[Holder]] = {}
+        self.deleting: list[tuple[str, list[Key]]] = []
+        self.keep_holders = keep_holders
+
+    @classmethod
+    def of(cls, claims: Iterable[ResourceClaim], keep_holders: bool) -> "Holdings":
+        held = cls(keep_holders)
+        for claim in claims:
+            held.add(claim)
+        return held
+
+    def add(self, claim: ResourceClaim) -> None:
+        allocation = claim.status.allocation
+        if allocation is None:
+            return
+        self.state.add(claim)
+        results = allocation.devices.results
+        self.admin.update(r.device_id for r in results if r.admin_access)
+        if claim.deleted:
+            self.deleting.append((claim.key, [r.device_id for r in results]))
+        if not self.keep_holders:
+            return
+        pods = [f"{claim.namespace}/{r.name}" for r in claim.status.reserved_for if r.is_pod]
+        groups = [f"{claim.namespace}/{r.name}" for r in claim.status.reserved_for if r.is_pod_group]
+        for r in results:
+            self.holders.setdefault(r.device_id, []).append(Holder(
+                claim=claim.key, pods=pods, pod_groups=groups, admin_access=bool(r.admin_access), share_id=r.share_id,
+                consumed={k: str(v) for k, v in (r.consumed_capacity or {}).items()}, deleting=claim.deleted))
+
+    def held(self, key: Key) -> bool:
+        """Held by a claim other than through admin access (whole, or shared)."""
+        return key in self.state.exclusive or key in self.state.shared
+
+
 def explain_devices(inventory: Inventory, *, device_class: DeviceClass | None = None,
                     nodes: set[str] | None = None, driver: str | None = None, pool: str | None = None,
                     free_only: bool = False, devices: bool = False, pods: Iterable[Pod] | None = None,
-                    partition_attribute: str | None = None) -> DeviceAvailability:
+                    partition_attribute: str | None = None, holdings: Holdings | None = None) -> DeviceAvailability:
     """Rows per node x driver x pool; ``nodes``: only rows on these nodes (and shared pools that reach
     one); ``devices``: a row per device too; ``pods``: read for the kubelets' device health (None:
     not read, health unknown); ``partition_attribute``: the attribute naming partition types where a
-    slice names none (as ResourcePoolStatusRequest's defaultPartitionTypeAttribute)."""
-    claims = inventory.all(ResourceClaim)
-    state = AllocatedState.of(claims)
+    slice names none (as ResourcePoolStatusRequest's defaultPartitionTypeAttribute); ``holdings``:
+    the claims folded in as they were read (default: the inventory's claims)."""
+    held = holdings if holdings is not None else Holdings.of(inventory.all(ResourceClaim), devices)
+    state = held.state
     allocator = Allocator([], {c.name: c for c in inventory.all(DeviceClass)}, state,
                           rule_taints=rule_taints(inventory))
     spec = ExactDeviceRequest(device_class_name=device_class.name if device_class else "")
-    held = _holders(claims, devices)
     health = _health(pods) if pods is not None else None
     node_objects = {n.name: n for n in inventory.all(Node)}
     nodes_read = Node.KIND in inventory.read_kinds
@@ -78,27 +120,10 @@ def explain_devices(inventory: Inventory, *, device_class: DeviceClass | None = 
                 row.devices = [d for d in row.devices if d.state in ("Free", "Shared")]
             result.pools.append(row)
         result.findings += counted.findings
+        allocator.forget_devices()
     result.pools.sort(key=lambda r: (r.node.startswith("<"), r.node, r.driver, r.pool))
-    result.findings += _deleting_findings(claims, result.pools)
+    result.findings += _deleting_findings(held, result.pools)
     return result
-
-
-def _holders(claims: list[ResourceClaim], keep: bool) -> dict[Key, list[Holder]]:
-    """Who holds each device (every allocation result, admin access included); only the admin flag
-    is kept unless the device rows are wanted."""
-    out: dict[Key, list[Holder]] = {}
-    for claim in claims:
-        allocation = claim.status.allocation
-        if allocation is None:
-            continue
-        pods = [f"{claim.namespace}/{r.name}" for r in claim.status.reserved_for if r.is_pod] if keep else []
-        groups = [f"{claim.namespace}/{r.name}" for r in claim.status.reserved_for if r.is_pod_group] if keep else []
-        for r in allocation.devices.results:
-            out.setdefault(r.device_id, []).append(Holder(
-                claim=claim.key, pods=pods, pod_groups=groups, admin_access=bool(r.admin_access), share_id=r.share_id,
-                consumed={k: str(v) for k, v in (r.consumed_capacity or {}).items()} if keep else {},
-                deleting=claim.deleted))
-    return out
 
 
 def _health(pods: Iterable[Pod]) -> dict[str, str]:
@@ -207,7 +232,7 @@ class _Pool:
         return self.node_objects.get(reached[0]) if reached else None
 
     def rows(self, allocator: Allocator, spec: ExactDeviceRequest, device_class: DeviceClass | None,
-             state: AllocatedState, held: dict[Key, list[Holder]], health: dict[str, str] | None, devices: bool,
+             state: AllocatedState, held: Holdings, health: dict[str, str] | None, devices: bool,
              partition_attribute: str | None) -> list[PoolRow]:
         rows: dict[str, PoolRow] = {}
         members: dict[str, list] = {}  # row node -> (device, candidate?) of the current generation
@@ -278,13 +303,12 @@ class _Pool:
         return _STATES.get(reason, "Unknown"), message
 
     @staticmethod
-    def _count(row: PoolRow, status: str, reason: str, key: Key, held: dict[Key, list[Holder]],
+    def _count(row: PoolRow, status: str, reason: str, key: Key, held: Holdings,
                health: dict[str, str] | None) -> None:
         row.total += 1
-        holders = held.get(key, [])
-        if any(h.admin_access for h in holders):
+        if key in held.admin:
             row.admin += 1
-        if any(not h.admin_access for h in holders):
+        if held.held(key):
             row.allocated += 1
         if status == "Tainted":
             row.tainted += 1
@@ -296,7 +320,7 @@ class _Pool:
             row.unhealthy += 1
 
     def _device_row(self, rs: ResourceSlice, device: Device, scope: str, status: str, reason: str, key: Key,
-                    held: dict[Key, list[Holder]], health: dict[str, str] | None, rules=()) -> DeviceRow:
+                    held: Holdings, health: dict[str, str] | None, rules=()) -> DeviceRow:
         attributes = {}
         for name in sorted(device.attributes):
             value = _attribute(device, self.driver, name)
@@ -309,7 +333,7 @@ class _Pool:
                                 [(f"{t.key}={t.value}:{t.effect}" if t.value else f"{t.key}:{t.effect}") + f"({t.source})"
                                  for t in rules],
                          health=health.get("/".join(key)) if health is not None else None,
-                         holders=held.get(key, []))
+                         holders=held.holders.get(key, []))
 
     def _free(self, row: PoolRow, members: list, allocator: Allocator, spec: ExactDeviceRequest) -> None:
         """How many a request could take together now: the devices free one at a time, packed into
@@ -410,18 +434,15 @@ class _Pool:
                                             remaining=str(totals[name] - consumed)))
 
 
-def _deleting_findings(claims: list[ResourceClaim], rows: list[PoolRow]) -> list[Finding]:
+def _deleting_findings(held: Holdings, rows: list[PoolRow]) -> list[Finding]:
     """A claim being deleted still holds its devices: say so for those the rows count."""
     shown = {(r.driver, r.pool) for r in rows}
     out = []
-    for claim in claims:
-        if not claim.deleted or claim.status.allocation is None:
-            continue
-        devices = [f"{r.driver}/{r.pool}/{r.device}" for r in claim.status.allocation.devices.results
-                   if (r.driver, r.pool) in shown]
+    for claim, keys in held.deleting:
+        devices = ["/".join(key) for key in keys if key[:2] in shown]
         if devices:
-            out.append(Finding(code="HeldByDeletedClaim", severity="info", object=f"resourceclaim/{claim.key}",
-                               message=f"claim {claim.key} is being deleted but still holds {', '.join(devices)}: the "
+            out.append(Finding(code="HeldByDeletedClaim", severity="info", object=f"resourceclaim/{claim}",
+                               message=f"claim {claim} is being deleted but still holds {', '.join(devices)}: the "
                                        "scheduler counts them as allocated until the claim's finalizer is removed "
                                        "(its pods must stop and the driver unprepare first)"))
     return out
