@@ -183,6 +183,9 @@ class _Pool:
         self.state = ""
         wanted = self.current[0].spec.pool.resource_slice_count if self.current else 0
         ref = f"pool/{driver}/{name}"
+        if not self.current:  # only slices the scheduler ignores (compatibility groups): no devices
+            self.state = "PoolIgnored"
+            return
         if len(self.current) != wanted:
             self.state = "PoolIncomplete"
             self.findings.append(Finding(
@@ -190,13 +193,12 @@ class _Pool:
                 message=f"pool {driver}/{name} generation {self.generation} has {len(self.current)} of its "
                         f"{wanted} ResourceSlices: the scheduler allocates none of its devices until the driver "
                         "publishes the rest (a request for all devices fails on the nodes it reaches)"))
-        else:
-            self.pool = whole_pool(driver, name, self.current)
-            if self.pool.invalid:
-                self.state = "PoolInvalid"
-                self.findings.append(Finding(code="PoolInvalid", severity="error", object=ref,
-                                             message=f"pool {driver}/{name} is invalid ({self.pool.invalid}): the "
-                                                     "scheduler allocates none of its devices"))
+        self.pool = whole_pool(driver, name, self.current)  # (an incomplete one only for the class's selectors)
+        if not self.state and self.pool.invalid:
+            self.state = "PoolInvalid"
+            self.findings.append(Finding(code="PoolInvalid", severity="error", object=ref,
+                                         message=f"pool {driver}/{name} is invalid ({self.pool.invalid}): the "
+                                                 "scheduler allocates none of its devices"))
 
     def _scope(self, rs: ResourceSlice, device: Device) -> tuple[str, list[str], str | None]:
         """(the row's node, the nodes a shared pool reaches, why the reach is unknown)."""
@@ -282,24 +284,25 @@ class _Pool:
                       state: AllocatedState) -> tuple[str | None, str]:
         """(state, why) for a new request, the allocator's own answer; (None, "") when the class
         does not accept the device."""
+        node = self._node_for(scope, reached)
+        klass = allocator.classes.get(spec.device_class_name) if spec.device_class_name else None
+        probe = node or parse_object({"apiVersion": "v1", "kind": "Node", "metadata": {"name": scope}})
+        refusal = allocator.device_refusal(spec, klass, self.pool, rs, device, probe)
+        if refusal is not None and refusal[0] in ("DeviceClassSelector", "RequestSelector"):
+            return None, ""  # the class does not accept it, wherever it is and whatever its pool
         if self.state:
             return self.state, "the pool is incomplete" if self.state == "PoolIncomplete" else \
                 f"the pool is invalid ({self.pool.invalid})"
         if unknown:
             return "Unknown", unknown
-        node = self._node_for(scope, reached)
         if node is None:
             held = key in state.exclusive or key in state.shared
             return ("Allocated" if held else "Unreachable"), ("" if held else
                                                              f"node {scope} does not exist" if not scope.startswith("<")
                                                              else "its node selector reaches no node")
-        refusal = allocator.device_refusal(spec, allocator.classes.get(spec.device_class_name) if spec.device_class_name
-                                           else None, self.pool, rs, device, node)
         if refusal is None:
             return ("Shared" if key in state.shared else "Free"), ""
         reason, message = refusal
-        if reason in ("DeviceClassSelector", "RequestSelector"):
-            return None, ""
         return _STATES.get(reason, "Unknown"), message
 
     @staticmethod

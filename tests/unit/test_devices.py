@@ -203,3 +203,18 @@ def test_shapes_use_the_partition_type_attribute():
     (row,) = explain_devices(inv).pools
     assert [(s.shape, s.devices, s.fit) for s in row.shapes] == [("half", 1, 0), ("quarter", 4, 2)]
     assert row.free == 2
+
+
+def test_a_class_is_asked_even_of_an_unusable_pool():
+    """An incomplete pool's devices the class does not accept are no part of its count."""
+    inv = inventory(node("n1"), slice_("s", [{"name": "a", "attributes": {"model": {"string": "h100"}}},
+                                             {"name": "b", "attributes": {"model": {"string": "a100"}}}], count=2),
+                    klass("h100", f'device.attributes["{DRV}"].model == "h100"'))
+    (row,) = explain_devices(inv, device_class=inv.all(type(parse_object(klass("x", "true"))))[0]).pools
+    assert (row.total, row.free, row.state) == (1, 0, "PoolIncomplete")
+
+
+def test_a_pool_of_slices_the_scheduler_ignores_has_no_row():
+    ignored = slice_("s", [{**part("a", m="1"), "consumesCounters": [{"counterSet": "gpu", "counters": {
+        "m": {"value": "1"}}, "compatibilityGroups": ["g1"]}]}])
+    assert explain_devices(inventory(node("n1"), ignored)).pools == []
