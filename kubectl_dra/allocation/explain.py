@@ -93,11 +93,14 @@ def not_on_node(claim: ResourceClaim, node: Node) -> bool:
 
 def explain_allocation(claims: list[ResourceClaim], inventory: Inventory, *, allocated: list[ResourceClaim] = (),
                        only_node: str | None = None, keep_infeasible: int = 8,
-                       state: AllocatedState | None = None, bound: SearchBound | None = None) -> Allocation:
+                       state: AllocatedState | None = None, bound: SearchBound | None = None,
+                       first: frozenset[str] = frozenset()) -> Allocation:
     """Allocate ``claims`` together on every node (or ``only_node``), as the scheduler's Filter
     would; ``allocated``: the pod's claims that already have an allocation (the node must be theirs);
     ``state``: what every claim holds, when the claims are not in ``inventory`` (a streamed list);
-    ``bound``: how long each node's search may run (the scheduler's filterTimeout by default)."""
+    ``bound``: how long each node's search may run (the scheduler's filterTimeout by default);
+    ``first``: nodes to show first among those that cannot take the claims (when only
+    ``keep_infeasible`` of them are shown: for a pod, the nodes no other filter refuses)."""
     classes = {c.name: c for c in inventory.all(DeviceClass)}
     skip = {c.uid for c in claims}
     state = state or AllocatedState.of(inventory.all(ResourceClaim), skip)
@@ -121,7 +124,9 @@ def explain_allocation(claims: list[ResourceClaim], inventory: Inventory, *, all
         views.append(node_allocation(allocator.allocate(node, gathered)))
     result = Allocation(claims=[f"{c.namespace}/{c.name}" for c in claims], nodes_checked=len(nodes))
     result.feasible_nodes = [v.node for v in views if v.feasible]
-    shown = [v for v in views if v.feasible] + [v for v in views if not v.feasible]
+    # of the nodes that cannot take the claims, those the pod could go to otherwise (``first``) come first
+    shown = [v for v in views if v.feasible] + sorted((v for v in views if not v.feasible),
+                                                      key=lambda v: v.node not in first)
     if only_node is None and len(shown) > keep_infeasible + len(result.feasible_nodes):
         result.omitted_nodes = len(shown) - keep_infeasible - len(result.feasible_nodes)
         shown = shown[:keep_infeasible + len(result.feasible_nodes)]

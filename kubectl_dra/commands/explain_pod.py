@@ -137,8 +137,11 @@ def _why_pending(opened: Opened, pod: Pod, inventory: Inventory, result: PodExpl
     pending, allocated, problems = pod_claims(pod, inventory)
     for problem in problems:
         inventory.problem(problem, kind="ResourceClaim")
+    # nodes only the claims keep the pod from (or that cannot be decided) are the ones worth showing
+    relevant = frozenset(n.node for n in result.scheduling.nodes
+                         if n.fits is not False or n.plugin == "DynamicResources")
     result.allocation = explain_allocation(pending, inventory, allocated=allocated, only_node=only_node,
-                                           bound=profile.search_bound())
+                                           bound=profile.search_bound(), first=relevant)
     if wants_proposals(result.allocation, only_node):
         # start-up: pending - Karpenter's overlay evaluation (~45 ms) loads only when no node can take the claims
         from kubectl_dra.allocation.proposals import karpenter_proposals
