@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 import pytest
-from clusterobjects import ready_node, scheduled_false, settle, wait_for
+from clusterobjects import driver_class, ready_node, scheduled_false, settle, wait_for
 from loader import load
 
 NAMESPACE = "devices-oracle"
@@ -96,7 +96,7 @@ class Scenario:
 
 
 def _all(scenario: str) -> dict:
-    return device_class(drv(scenario), f'device.driver == "{drv(scenario)}"')
+    return driver_class(drv(scenario))
 
 
 def plain(name: str, n: int, **kw) -> list[dict]:
@@ -249,7 +249,9 @@ def oracle(full_cluster, tmp_path_factory, dra_module):
     load(plane, [o for s in asked for o in (claim(f"{s.name}-exact", s.klass, _free(answers[s.name])),
                                                pod(f"{s.name}-exact", f"{s.name}-exact", s.node))])
     taken = {s.name: settle(plane, NAMESPACE, f"{s.name}-exact") for s in asked}
-    return answers, refused, taken
+    yield answers, refused, taken
+    # the pool every node reaches is every other test's too (a node's device story): it goes with this module
+    plane.request("DELETE", "/apis/resource.k8s.io/v1/resourceslices/all-nodes")
 
 
 def _rows(answer: dict) -> list[dict]:
