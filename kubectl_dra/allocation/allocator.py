@@ -419,7 +419,7 @@ class Allocator:
             consumed[name] = amount
         return True, consumed
 
-    def _pool_available(self, pool: Pool) -> dict[str, dict[str, Quantity]]:
+    def pool_available(self, pool: Pool) -> dict[str, dict[str, Quantity]]:
         """Counters left in the pool after the cluster's allocations (may be negative)."""
         cached = self._available.get(pool.key)
         if cached is not None:
@@ -458,7 +458,7 @@ class Allocator:
         (k8s.io/dynamic-resource-allocation@v0.37.2 structured/internal/incubating/
         allocator_incubating.go lines 1666-1678, docs/kubernetes/dra-apis.md §6.2). The reservation is taken
         back either way."""
-        available = self._pool_available(pool)
+        available = self.pool_available(pool)
         self._reserve(pool, device, consumed)
         mine = consumed[pool.key]
         try:
@@ -768,15 +768,6 @@ class Allocator:
         self._cel_devices.clear()
         self._selectable.clear()
 
-    def pool_available(self, pool: Pool) -> dict[str, dict[str, Quantity]]:
-        """The pool's shared counters left after the cluster's allocations (may be negative)."""
-        return self._pool_available(pool)
-
-    def default_consumption(self, spec: ExactDeviceRequest, pool: Pool, device: Device) -> dict[str, Quantity]:
-        """What one more share of a shareable device would consume for ``spec`` (its capacity policy's
-        default, or the whole capacity when the policy has none)."""
-        return self._capacity_fits(_Request(0, "", "req", None, spec, None), pool, device, {}, static=True)[1]
-
     # -- explanation ---------------------------------------------------------------------------
 
     def _diagnose(self, requests, gathered: Gathered, node: Node) -> list[RequestDiagnosis]:
@@ -1022,7 +1013,9 @@ class _Search:
 
 
 
-def _lookup(device: Device, driver: str, name: str):
+def lookup_attribute(device: Device, driver: str, name: str):
+    """(kind, value) of a device attribute by its fully qualified name (the driver's own may be
+    unqualified), or None: what matchAttribute and distinctAttribute compare."""
     attribute = device.attributes.get(name)
     if attribute is None and "/" in name:
         domain, ident = name.split("/", 1)
@@ -1055,7 +1048,7 @@ class _Match(_Constraint):
     def add(self, request, pool, device) -> bool:
         if not self.applies(request):
             return True
-        value = _lookup(device, pool.driver, self.attribute)
+        value = lookup_attribute(device, pool.driver, self.attribute)
         if value is None:
             return False
         if self.count == 0:
@@ -1078,7 +1071,7 @@ class _Distinct(_Constraint):
     def add(self, request, pool, device) -> bool:
         if not self.applies(request):
             return True
-        value = _lookup(device, pool.driver, self.attribute)
+        value = lookup_attribute(device, pool.driver, self.attribute)
         if value is None or value in self.values:
             return False
         self.values.append(value)

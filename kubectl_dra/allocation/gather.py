@@ -72,7 +72,8 @@ def node_matches(node: Node, name: str | None, all_nodes: bool | None, selector:
     return bool(reaches(node.name, node.metadata.labels, name, all_nodes, selector))
 
 
-def _uses_compatibility_groups(rs: ResourceSlice) -> bool:
+def uses_compatibility_groups(rs: ResourceSlice) -> bool:
+    """A slice DRADeviceCompatibilityGroups (alpha, off) would need: the scheduler ignores it."""
     return any(use.compatibility_groups for device in rs.spec.devices for use in device.consumes_counters)
 
 
@@ -181,11 +182,6 @@ def whole_pool(driver: str, name: str, current: list[ResourceSlice], partitionab
     return _build(driver, name, current, None, partitionable)
 
 
-def uses_compatibility_groups(rs: ResourceSlice) -> bool:
-    """A slice DRADeviceCompatibilityGroups (alpha, off) would need: the scheduler ignores it."""
-    return _uses_compatibility_groups(rs)
-
-
 def gather(node: Node, slices: list[ResourceSlice], by_pool: dict[tuple[str, str], list[ResourceSlice]],
            partitionable: bool = True) -> Gathered:
     """``slices``: those that can reach the node (node-local ones of this node and every shared
@@ -197,7 +193,7 @@ def gather(node: Node, slices: list[ResourceSlice], by_pool: dict[tuple[str, str
     for rs in slices:
         if not partitionable and (rs.spec.per_device_node_selection is not None or rs.spec.shared_counters):
             continue
-        if _uses_compatibility_groups(rs):  # DRADeviceCompatibilityGroups is alpha and off: such slices are ignored
+        if uses_compatibility_groups(rs):  # DRADeviceCompatibilityGroups is alpha and off: such slices are ignored
             continue
         try:
             if not _relevant(rs, node):
@@ -225,7 +221,7 @@ def gather(node: Node, slices: list[ResourceSlice], by_pool: dict[tuple[str, str
                 stale.append((f"{driver}/{name}", generation, newer))
                 continue
             same = [rs for rs in everything if rs.spec.pool.generation == generation
-                    and not _uses_compatibility_groups(rs)]  # ignored slices do not complete a pool
+                    and not uses_compatibility_groups(rs)]  # ignored slices do not complete a pool
             if len(same) != count:
                 pool = Pool(driver=driver, name=name, generation=generation, incomplete=True)
             else:

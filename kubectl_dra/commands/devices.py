@@ -65,7 +65,8 @@ def _nodes(env: Environment, inventory, node: str | None, selector: str | None) 
     if node is None and selector is None:
         return None
     if Node.KIND not in inventory.read_kinds:
-        require_kinds(env, inventory, Node) if selector is not None else None
+        if selector is not None:  # which nodes carry the labels is unknown: nothing to show
+            require_kinds(env, inventory, Node)
         return {node}
     known = {n.name: n for n in inventory.all(Node)}
     if node is not None and node not in known:

@@ -96,7 +96,7 @@ class PoolRow:
     capacity: list[CapacityUse] = dataclasses.field(default_factory=list)
     fully_free_shareable: int = 0  # shareable devices nothing consumes
     partly_free_shareable: int = 0
-    state: str = ""  # "" or PoolIncomplete / PoolInvalid / Unreachable: why none of it is free
+    state: str = ""  # "" or PoolIncomplete / PoolInvalid: why none of it is free
     unknown: str | None = None  # why ``free`` is not known
     devices: list[DeviceRow] = dataclasses.field(default_factory=list)  # with --devices / -o wide
 

@@ -13,11 +13,11 @@ row's free count unknown, never a number that may be wrong.
 
 from __future__ import annotations
 
-from collections import Counter
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Iterable
 
-from kubectl_dra.allocation.allocator import Allocator
+from kubectl_dra.allocation.allocator import Allocator, lookup_attribute
 from kubectl_dra.allocation.explain import rule_taints
 from kubectl_dra.allocation.gather import Pool, uses_compatibility_groups, whole_pool
 from kubectl_dra.allocation.state import AllocatedState
@@ -33,6 +33,8 @@ from kubectl_dra.model.registry import parse_object
 from kubectl_dra.model.resource import Device, DeviceClass, ResourceSlice
 from kubectl_dra.pools.nodeselector import NodeSelectorError
 from kubectl_dra.pools.slices import reaches
+from kubectl_dra.taints.explain import device_health
+from kubectl_dra.taints.document import TaintView
 from kubectl_dra.quantity import Quantity
 
 ALL_NODES = "<all nodes>"
@@ -86,6 +88,21 @@ class Holdings:
         return key in self.state.exclusive or key in self.state.shared
 
 
+@dataclass(frozen=True, slots=True)
+class _Ask:
+    """The one question every pool's rows answer: a new request ``spec`` (of ``klass``) against what
+    ``held`` holds, asked of ``allocator``; what the rows carry besides (``health``, the device rows,
+    the partition attribute)."""
+
+    allocator: Allocator
+    spec: ExactDeviceRequest
+    klass: DeviceClass | None
+    held: Holdings
+    health: dict[str, str] | None
+    devices: bool
+    partition_attribute: str | None
+
+
 def explain_devices(inventory: Inventory, *, device_class: DeviceClass | None = None,
                     nodes: set[str] | None = None, driver: str | None = None, pool: str | None = None,
                     free_only: bool = False, devices: bool = False, pods: Iterable[Pod] | None = None,
@@ -96,11 +113,11 @@ def explain_devices(inventory: Inventory, *, device_class: DeviceClass | None = 
     slice names none (as ResourcePoolStatusRequest's defaultPartitionTypeAttribute); ``holdings``:
     the claims folded in as they were read (default: the inventory's claims)."""
     held = holdings if holdings is not None else Holdings.of(inventory.all(ResourceClaim), devices)
-    state = held.state
-    allocator = Allocator([], {c.name: c for c in inventory.all(DeviceClass)}, state,
-                          rule_taints=rule_taints(inventory))
-    spec = ExactDeviceRequest(device_class_name=device_class.name if device_class else "")
-    health = _health(pods) if pods is not None else None
+    ask = _Ask(allocator=Allocator([], {c.name: c for c in inventory.all(DeviceClass)}, held.state,
+                                   rule_taints=rule_taints(inventory)),
+               spec=ExactDeviceRequest(device_class_name=device_class.name if device_class else ""),
+               klass=device_class, held=held, health=_health(pods) if pods is not None else None,
+               devices=devices, partition_attribute=partition_attribute)
     node_objects = {n.name: n for n in inventory.all(Node)}
     nodes_read = Node.KIND in inventory.read_kinds
     result = DeviceAvailability(device_class=device_class.name if device_class else None,
@@ -111,7 +128,7 @@ def explain_devices(inventory: Inventory, *, device_class: DeviceClass | None = 
             by_pool.setdefault((rs.spec.driver, rs.spec.pool.name), []).append(rs)
     for (drv, name), slices in sorted(by_pool.items()):
         counted = _Pool(drv, name, slices, node_objects, nodes_read)
-        for row in counted.rows(allocator, spec, device_class, state, held, health, devices, partition_attribute):
+        for row in counted.rows(ask):
             if nodes is not None and not (row.node in nodes or (row.node == ALL_NODES and nodes) or set(row.nodes) & nodes):
                 continue
             if free_only and not row.free:
@@ -120,7 +137,7 @@ def explain_devices(inventory: Inventory, *, device_class: DeviceClass | None = 
                 row.devices = [d for d in row.devices if d.state in ("Free", "Shared")]
             result.pools.append(row)
         result.findings += counted.findings
-        allocator.forget_devices()
+        ask.allocator.forget_devices()
     result.pools.sort(key=lambda r: (r.node.startswith("<"), r.node, r.driver, r.pool))
     result.findings += _deleting_findings(held, result.pools)
     return result
@@ -129,30 +146,31 @@ def explain_devices(inventory: Inventory, *, device_class: DeviceClass | None = 
 def _health(pods: Iterable[Pod]) -> dict[str, str]:
     """driver/pool/device -> the health a kubelet last reported for it (Unhealthy wins)."""
     out: dict[str, str] = {}
-    for pod in pods:
-        for status in pod.status.container_statuses:
-            for entry in status.allocated_resources_status:
-                for resource in entry.resources:
-                    if resource.health and out.get(resource.resource_id) != "Unhealthy":
-                        out[resource.resource_id] = resource.health
+    for _, _, _, resource_id, health, _ in device_health(pods):
+        if health and out.get(resource_id) != "Unhealthy":
+            out[resource_id] = health
     return out
 
 
 def _attribute(device: Device, driver: str, name: str) -> str | None:
-    """A device attribute by its fully qualified name (the driver's own may be unqualified)."""
-    attribute = device.attributes.get(name)
-    if attribute is None and name.startswith(driver + "/"):
-        attribute = device.attributes.get(name.removeprefix(driver + "/"))
-    if attribute is None:
+    """A device attribute's value as text, by its fully qualified name (the driver's own may be
+    unqualified), as a constraint reads it."""
+    found = lookup_attribute(device, driver, name)
+    if found is None:
         return None
-    for value in (attribute.string, attribute.int_, attribute.bool_, attribute.version):
-        if value is not None:
-            return str(value).lower() if isinstance(value, bool) else str(value)
-    return None
+    return str(found[1]).lower() if found[0] == "bool_" else str(found[1])
 
 
-def _needs(device: Device) -> Need:
+def _taint_text(taint: TaintView) -> str:
+    return f"{taint.key}={taint.value}:{taint.effect}" if taint.value else f"{taint.key}:{taint.effect}"
+
+
+def _need(device: Device, status: str, allocator: Allocator) -> Need:
+    """What taking the device charges its pool's shared counters: nothing for a further share of a
+    shareable device already in use (``Shared``), which charged them with its first share."""
     need: Need = {}
+    if status == "Shared" and device.allow_multiple_allocations and "consumableCapacity" in allocator.features:
+        return need
     for use in device.consumes_counters:
         for counter, spec in use.counters.items():
             key = (use.counter_set, counter)
@@ -233,9 +251,7 @@ class _Pool:
                 parse_object({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "any"}})
         return self.node_objects.get(reached[0]) if reached else None
 
-    def rows(self, allocator: Allocator, spec: ExactDeviceRequest, device_class: DeviceClass | None,
-             state: AllocatedState, held: Holdings, health: dict[str, str] | None, devices: bool,
-             partition_attribute: str | None) -> list[PoolRow]:
+    def rows(self, ask: _Ask) -> list[PoolRow]:
         rows: dict[str, PoolRow] = {}
         members: dict[str, list] = {}  # row node -> (device, candidate?) of the current generation
         for rs in self.current:
@@ -247,47 +263,44 @@ class _Pool:
                 if row is None:
                     row = rows[scope] = PoolRow(node=scope, driver=self.driver, pool=self.name,
                                                 generation=self.generation, nodes=reached, state=self.state,
-                                                unhealthy=0 if health is not None else None)
+                                                unhealthy=0 if ask.health is not None else None)
                     members[scope] = []
                 key = (self.driver, self.name, device.name)
-                status, reason = self._device_state(allocator, spec, rs, device, scope, reached, unknown, key, state)
+                status, reason = self._device_state(ask, rs, device, scope, reached, unknown, key)
                 if status is None:
                     continue  # the class does not accept it
-                self._count(row, status, reason, key, held, health)
+                self._count(row, status, reason, key, ask)
                 members[scope].append((rs, device, status))
-                if devices:
-                    row.devices.append(self._device_row(rs, device, scope, status, reason, key, held, health,
-                                                        allocator.rule_taints.taints.get(key, ())))
+                if ask.devices:
+                    row.devices.append(self._device_row(rs, device, scope, status, reason, key, ask))
         for rs in self.old:
             for device in rs.spec.devices:
                 scope, _, _ = self._scope(rs, device)
                 if scope in rows:
                     rows[scope].outdated += 1
-                    if devices:
+                    if ask.devices:
                         key = (self.driver, self.name, device.name)
                         rows[scope].devices.append(self._device_row(
                             rs, device, scope, "Outdated", f"generation {rs.spec.pool.generation}, the pool's is "
-                            f"{self.generation}: the scheduler ignores this slice", key, held, health))
+                            f"{self.generation}: the scheduler ignores this slice", key, ask))
         out = []
         for scope, row in rows.items():
             if not row.total and not row.outdated:
                 continue
-            self._free(row, members[scope], allocator, spec)
-            self._counters(row, allocator)
-            self._shapes(row, members[scope], allocator, partition_attribute)
-            self._capacity(row, members[scope], allocator, state)
+            self._free(row, members[scope], ask.allocator)
+            self._counters(row, ask.allocator)
+            self._shapes(row, members[scope], ask)
+            self._capacity(row, members[scope], ask.allocator)
             out.append(row)
         return out
 
-    def _device_state(self, allocator: Allocator, spec: ExactDeviceRequest, rs: ResourceSlice, device: Device,
-                      scope: str, reached: list[str], unknown: str | None, key: Key,
-                      state: AllocatedState) -> tuple[str | None, str]:
+    def _device_state(self, ask: _Ask, rs: ResourceSlice, device: Device, scope: str, reached: list[str],
+                      unknown: str | None, key: Key) -> tuple[str | None, str]:
         """(state, why) for a new request, the allocator's own answer; (None, "") when the class
         does not accept the device."""
         node = self._node_for(scope, reached)
-        klass = allocator.classes.get(spec.device_class_name) if spec.device_class_name else None
         probe = node or parse_object({"apiVersion": "v1", "kind": "Node", "metadata": {"name": scope}})
-        refusal = allocator.device_refusal(spec, klass, self.pool, rs, device, probe)
+        refusal = ask.allocator.device_refusal(ask.spec, ask.klass, self.pool, rs, device, probe)
         if refusal is not None and refusal[0] in ("DeviceClassSelector", "RequestSelector"):
             return None, ""  # the class does not accept it, wherever it is and whatever its pool
         if self.state:
@@ -296,22 +309,21 @@ class _Pool:
         if unknown:
             return "Unknown", unknown
         if node is None:
-            held = key in state.exclusive or key in state.shared
+            held = ask.held.held(key)
             return ("Allocated" if held else "Unreachable"), ("" if held else
                                                              f"node {scope} does not exist" if not scope.startswith("<")
                                                              else "its node selector reaches no node")
         if refusal is None:
-            return ("Shared" if key in state.shared else "Free"), ""
+            return ("Shared" if key in ask.held.state.shared else "Free"), ""
         reason, message = refusal
         return _STATES.get(reason, "Unknown"), message
 
     @staticmethod
-    def _count(row: PoolRow, status: str, reason: str, key: Key, held: Holdings,
-               health: dict[str, str] | None) -> None:
+    def _count(row: PoolRow, status: str, reason: str, key: Key, ask: _Ask) -> None:
         row.total += 1
-        if key in held.admin:
+        if key in ask.held.admin:
             row.admin += 1
-        if held.held(key):
+        if ask.held.held(key):
             row.allocated += 1
         if status == "Tainted":
             row.tainted += 1
@@ -319,11 +331,11 @@ class _Pool:
             row.blocked += 1
         elif status == "Unknown" and row.unknown is None:
             row.unknown = f"device {key[2]}: {reason}"
-        if health is not None and health.get("/".join(key)) == "Unhealthy":
+        if ask.health is not None and ask.health.get("/".join(key)) == "Unhealthy":
             row.unhealthy += 1
 
     def _device_row(self, rs: ResourceSlice, device: Device, scope: str, status: str, reason: str, key: Key,
-                    held: Holdings, health: dict[str, str] | None, rules=()) -> DeviceRow:
+                    ask: _Ask) -> DeviceRow:
         attributes = {}
         for name in sorted(device.attributes):
             value = _attribute(device, self.driver, name)
@@ -331,25 +343,21 @@ class _Pool:
                 attributes[name] = value
         return DeviceRow(device="/".join(key), node=scope, state=status, reason=reason, attributes=attributes,
                          capacity={k: str(c.value) for k, c in sorted(device.capacity.items())},
-                         taints=[f"{t.key}={t.value}:{t.effect}" if t.value else f"{t.key}:{t.effect}"
-                                 for t in device.taints] +
-                                [(f"{t.key}={t.value}:{t.effect}" if t.value else f"{t.key}:{t.effect}") + f"({t.source})"
-                                 for t in rules],
-                         health=health.get("/".join(key)) if health is not None else None,
-                         holders=held.holders.get(key, []))
+                         taints=[_taint_text(t) for t in device.taints] +
+                                [f"{_taint_text(t)}({t.source})" for t in ask.allocator.rule_taints.taints.get(key, ())],
+                         health=ask.health.get("/".join(key)) if ask.health is not None else None,
+                         holders=ask.held.holders.get(key, []))
 
-    def _free(self, row: PoolRow, members: list, allocator: Allocator, spec: ExactDeviceRequest) -> None:
+    def _free(self, row: PoolRow, members: list, allocator: Allocator) -> None:
         """How many a request could take together now: the devices free one at a time, packed into
         the shared counters they consume (a shareable device already in use charges none again)."""
-        candidates = [(rs, device) for rs, device, status in members if status in ("Free", "Shared")]
-        row.available = len(candidates)
+        needs = [_need(device, status, allocator) for _, device, status in members if status in ("Free", "Shared")]
+        row.available = len(needs)
         if row.unknown is not None:
             row.free = None
             return
-        needs = [self._need(device, status == "Shared", allocator) for _, device, status in members
-                 if status in ("Free", "Shared")]
         if not any(needs):
-            row.free = len(candidates)
+            row.free = len(needs)
             return
         packed = most_at_once(needs, self._left(allocator))
         if packed.exact:
@@ -358,11 +366,6 @@ class _Pool:
             row.free = None
             row.unknown = (f"between {packed.best} and {packed.upper} fit together in the shared counters; the search "
                            "for the exact number stopped at its bound")
-
-    def _need(self, device: Device, in_use: bool, allocator: Allocator) -> Need:
-        if in_use and device.allow_multiple_allocations and "consumableCapacity" in allocator.features:
-            return {}
-        return _needs(device)
 
     def _left(self, allocator: Allocator) -> dict:
         return {(set_name, counter): value.as_fraction()
@@ -386,26 +389,26 @@ class _Pool:
                                 "of the pool that consumes counters until it is back in range (the driver shrank it "
                                 "under what is allocated)"))
 
-    def _shapes(self, row: PoolRow, members: list, allocator: Allocator, attribute: str | None) -> None:
+    def _shapes(self, row: PoolRow, members: list, ask: _Ask) -> None:
         """Per partition type (the slice's partitionTypeAttribute, else ``attribute``, else what the
         devices consume): how many devices, and how many more fit together now."""
         groups: dict[tuple[str | None, str], list] = {}
         for rs, device, status in members:
             if not device.consumes_counters:
                 continue
-            name = rs.spec.partition_type_attribute or attribute
+            name = rs.spec.partition_type_attribute or ask.partition_attribute
             value = _attribute(device, self.driver, name) if name else None
             shape = (name, value) if value is not None else (None, _signature(device))
             groups.setdefault(shape, []).append((device, status))
         if not groups or self.state:
             return
-        left = self._left(allocator)
+        left = self._left(ask.allocator)
         for (name, shape), items in sorted(groups.items(), key=lambda g: (g[0][0] or "", g[0][1])):
             fit = ShapeFit(shape=shape, attribute=name, devices=len(items))
             if row.unknown is not None and any(status == "Unknown" for _, status in items):
                 fit.unknown = row.unknown
             else:
-                packed = most_at_once([self._need(d, status == "Shared", allocator) for d, status in items
+                packed = most_at_once([_need(d, status, ask.allocator) for d, status in items
                                        if status in ("Free", "Shared")], left)
                 if packed.exact:
                     fit.fit = packed.best
@@ -413,7 +416,7 @@ class _Pool:
                     fit.unknown = f"between {packed.best} and {packed.upper}"
             row.shapes.append(fit)
 
-    def _capacity(self, row: PoolRow, members: list, allocator: Allocator, state: AllocatedState) -> None:
+    def _capacity(self, row: PoolRow, members: list, allocator: Allocator) -> None:
         """Consumable capacity summed over the row's shareable devices."""
         if "consumableCapacity" not in allocator.features:
             return
@@ -422,7 +425,7 @@ class _Pool:
         for _, device, _ in members:
             if not device.allow_multiple_allocations:
                 continue
-            consumed = state.consumed.get((self.driver, self.name, device.name), {})
+            consumed = allocator.state.consumed.get((self.driver, self.name, device.name), {})
             if any(not q.is_zero() for q in consumed.values()):
                 row.partly_free_shareable += 1
             else:

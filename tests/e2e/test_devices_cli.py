@@ -86,8 +86,7 @@ def test_an_unknown_count_is_exit_4_with_the_reason(dra, tmp_path):
     bad.write_text(yaml.safe_dump({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
                                    "metadata": {"name": "by-profile"}, "spec": {"selectors": [{"cel": {
                                        "expression": 'device.attributes["gpu.example.com"].profile == "1g.10gb"'}}]}}))
-    for name in ("cluster.yaml",):
-        (tmp_path / name).write_text((Path(DEVICES) / name).read_text())
+    (tmp_path / "cluster.yaml").write_text((Path(DEVICES) / "cluster.yaml").read_text())
     result = dra("devices", "--snapshot", str(tmp_path), "--class", "by-profile")
     assert result.exit_code == 4, result
     assert "<unknown>" in result.stdout

@@ -13,6 +13,7 @@ from kubectl_dra.devices.explain import explain_devices
 from kubectl_dra.devices.packing import most_at_once
 from kubectl_dra.model.inventory import Inventory
 from kubectl_dra.model.registry import parse_object
+from kubectl_dra.model.resource import DeviceClass
 
 DRV = "gpu.example.com"
 F = Fraction
@@ -148,7 +149,7 @@ def test_a_class_counts_only_what_its_selectors_accept():
                                              {"name": "b", "attributes": {"model": {"string": "a100"}}},
                                              {"name": "c", "attributes": {"model": {"string": "h100"}}}]),
                     klass("h100", f'device.attributes["{DRV}"].model == "h100"'), allocated("c1", "b"))
-    got, result = rows(inv, device_class=inv.get(type(parse_object(klass("x", "true"))), None, "h100"))
+    got, result = rows(inv, device_class=inv.get(DeviceClass, None, "h100"))
     assert (got["n1 n1"].total, got["n1 n1"].allocated, got["n1 n1"].free) == (2, 0, 2)
     assert result.device_class == "h100"
 
@@ -168,7 +169,7 @@ def test_an_invalid_field_makes_free_unknown(slice_extra, why):
 def test_a_selector_this_tool_cannot_evaluate_makes_free_unknown():
     inv = inventory(node("n1"), plain("a", "b"), klass("odd", 'device.attributes["x"].name.matches("^a") && '
                                                               'ip("10.0.0.1").family() == 4'))
-    (row,) = explain_devices(inv, device_class=inv.all(type(parse_object(klass("x", "true"))))[0]).pools
+    (row,) = explain_devices(inv, device_class=inv.all(DeviceClass)[0]).pools
     assert row.free is None and row.unknown
 
 
@@ -210,7 +211,7 @@ def test_a_class_is_asked_even_of_an_unusable_pool():
     inv = inventory(node("n1"), slice_("s", [{"name": "a", "attributes": {"model": {"string": "h100"}}},
                                              {"name": "b", "attributes": {"model": {"string": "a100"}}}], count=2),
                     klass("h100", f'device.attributes["{DRV}"].model == "h100"'))
-    (row,) = explain_devices(inv, device_class=inv.all(type(parse_object(klass("x", "true"))))[0]).pools
+    (row,) = explain_devices(inv, device_class=inv.all(DeviceClass)[0]).pools
     assert (row.total, row.free, row.state) == (1, 0, "PoolIncomplete")
 
 
