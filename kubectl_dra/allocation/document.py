@@ -61,6 +61,34 @@ class ProposalView:
     proposal: bool = True
 
 
+@part
+class ExtendedRequestView:
+    name: str
+    device_class_name: str
+    count: int
+
+
+@part
+class ExtendedMappingView:
+    container_name: str
+    resource_name: str
+    request_name: str
+
+
+@part
+class ExtendedClaimView:
+    """The claim the scheduler makes for the pod's extended resources that DeviceClasses provide
+    (KEP-5004): its requests and the containers they serve, on a node that advertises none of the
+    resources; nodes that advertise one serve it through their device plugin instead."""
+
+    resources: dict[str, int] = dataclasses.field(default_factory=dict)  # name -> units the pod asks for
+    classes: dict[str, str] = dataclasses.field(default_factory=dict)  # name -> the DeviceClass providing it
+    requests: list[ExtendedRequestView] = dataclasses.field(default_factory=list)
+    mappings: list[ExtendedMappingView] = dataclasses.field(default_factory=list)
+    device_plugin_nodes: list[str] = dataclasses.field(default_factory=list)  # advertise a resource (allocatable)
+    existing_claim: str | None = None  # made in an earlier attempt: the scheduler deletes it and tries anew
+
+
 class Allocation(Part):
     feasible_nodes: list[str] = Field(default_factory=list)
     nodes: list[NodeAllocation] = Field(default_factory=list)
@@ -68,3 +96,4 @@ class Allocation(Part):
     claims: list[str] = Field(default_factory=list)  # what was allocated together, in the scheduler's order
     nodes_checked: int = 0
     omitted_nodes: int = 0  # infeasible nodes left out of `nodes` (see --node)
+    extended: ExtendedClaimView | None = None  # the scheduler's claim for extended resources (KEP-5004)

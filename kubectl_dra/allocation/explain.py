@@ -4,6 +4,7 @@ the document of docs/contracts.md §3.9 "Allocation", and the findings that say 
 from __future__ import annotations
 
 from datetime import datetime, timezone
+from typing import Callable
 
 from kubectl_dra.allocation.allocator import AllocatedState, Allocator, NodeOutcome
 from kubectl_dra.allocation.bound import SearchBound
@@ -94,13 +95,17 @@ def not_on_node(claim: ResourceClaim, node: Node) -> bool:
 def explain_allocation(claims: list[ResourceClaim], inventory: Inventory, *, allocated: list[ResourceClaim] = (),
                        only_node: str | None = None, keep_infeasible: int = 8,
                        state: AllocatedState | None = None, bound: SearchBound | None = None,
-                       first: frozenset[str] = frozenset()) -> Allocation:
+                       first: frozenset[str] = frozenset(),
+                       extended: Callable[[Node], list[ResourceClaim] | str | None] | None = None) -> Allocation:
     """Allocate ``claims`` together on every node (or ``only_node``), as the scheduler's Filter
     would; ``allocated``: the pod's claims that already have an allocation (the node must be theirs);
     ``state``: what every claim holds, when the claims are not in ``inventory`` (a streamed list);
     ``bound``: how long each node's search may run (the scheduler's filterTimeout by default);
     ``first``: nodes to show first among those that cannot take the claims (when only
-    ``keep_infeasible`` of them are shown: for a pod, the nodes no other filter refuses)."""
+    ``keep_infeasible`` of them are shown: for a pod, the nodes no other filter refuses);
+    ``extended(node)``: the scheduler's claim for extended resources on that node (it differs by
+    node: only what the node does not advertise goes through DRA), or why the node is refused; ``None``:
+    the node serves them all from its allocatable (a node with no claim to allocate is left out)."""
     classes = {c.name: c for c in inventory.all(DeviceClass)}
     skip = {c.uid for c in claims}
     state = state or AllocatedState.of(inventory.all(ResourceClaim), skip)
@@ -108,7 +113,10 @@ def explain_allocation(claims: list[ResourceClaim], inventory: Inventory, *, all
     nodes = sorted(inventory.all(Node), key=lambda n: n.name)
     if only_node is not None:
         nodes = [n for n in nodes if n.name == only_node]
-    allocator = Allocator(claims, classes, state, rule_taints=rule_taints(inventory), bound=bound)
+    taints = rule_taints(inventory)
+    allocators: dict[tuple, Allocator] = {}
+    together: set[str] = set()
+    skipped = 0  # nodes with nothing to allocate: their device plugins serve the extended resources
     views: list[NodeAllocation] = []
     for node in nodes:
         elsewhere = [c for c in allocated if not_on_node(c, node)]
@@ -117,12 +125,28 @@ def explain_allocation(claims: list[ResourceClaim], inventory: Inventory, *, all
                 f"resourceclaim {c.namespace}/{c.name} is allocated on another node (not available on this one)"
                 for c in elsewhere)))
             continue
-        if not claims:
+        extra = extended(node) if extended is not None else []
+        if isinstance(extra, str):
+            views.append(NodeAllocation(node=node.name, feasible=False, message=extra))
+            continue
+        if extra is None:
+            if not claims and not allocated:
+                skipped += 1
+                continue
+            extra = []
+        here = [*claims, *extra]
+        if not here:
             views.append(NodeAllocation(node=node.name, feasible=True))
             continue
+        together.update(f"{c.namespace}/{c.name}" for c in extra)
+        key = tuple((r.name, r.exactly.device_class_name, r.exactly.count) for c in extra
+                    for r in c.spec.devices.requests)
+        if key not in allocators:
+            allocators[key] = Allocator(here, classes, state, rule_taints=taints, bound=bound)
         gathered = gather(node, [*by_node.get(node.name, ()), *shared], by_pool)
-        views.append(node_allocation(allocator.allocate(node, gathered)))
-    result = Allocation(claims=[f"{c.namespace}/{c.name}" for c in claims], nodes_checked=len(nodes))
+        views.append(node_allocation(allocators[key].allocate(node, gathered)))
+    result = Allocation(claims=[f"{c.namespace}/{c.name}" for c in claims] + sorted(together),
+                        nodes_checked=len(nodes) - skipped)
     result.feasible_nodes = [v.node for v in views if v.feasible]
     # of the nodes that cannot take the claims, those the pod could go to otherwise (``first``) come first
     shown = [v for v in views if v.feasible] + sorted((v for v in views if not v.feasible),

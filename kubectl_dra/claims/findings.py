@@ -9,6 +9,9 @@ from kubectl_dra.model.inventory import Inventory
 from kubectl_dra.pools.slices import outdated_generation
 from kubectl_dra.model.pod import Pod
 from kubectl_dra.model.claim import RESERVED_FOR_MAX, ResourceClaim
+from kubectl_dra.model.node import Node
+from kubectl_dra.model.resource import DeviceClass
+from kubectl_dra.scheduling.extended import ANNOTATION as EXTENDED_ANNOTATION, class_resolver
 from kubectl_dra.text import plural
 
 DELETE_PROTECTION = "resource.kubernetes.io/delete-protection"
@@ -143,4 +146,44 @@ def claim_findings(claim: ResourceClaim, devices: list[DeviceView], reservations
                     "status.nodeAllocatableResourceClaimStatuses entry for this claim: the "
                     "DRANodeAllocatableResources gate is probably off in kube-scheduler, so the node "
                     "is overcommitted by the device's amounts.")
+    found += extended_findings(claim, inventory)
+    return found
+
+
+def extended_findings(claim: ResourceClaim, inventory: Inventory) -> list[Finding]:
+    """For a claim the scheduler made for a pod's extended resources (KEP-5004): its class is gone,
+    another class names the same resource, or its node now advertises the resource itself."""
+    if claim.metadata.annotations.get(EXTENDED_ANNOTATION) != "true" or "DeviceClass" not in inventory.read_kinds:
+        return []
+    found = []
+    ref = f"resourceclaim/{claim.namespace}/{claim.name}"
+    classes = {c.name: c for c in inventory.all(DeviceClass)}
+    resolver = class_resolver(classes.values())
+    wanted = sorted({r.exactly.device_class_name for r in claim.spec.devices.requests if r.exactly is not None})
+    for name in wanted:
+        klass = classes.get(name)
+        if klass is None:
+            found.append(Finding(code="ExtendedResourceClassMissing", severity="warning", object=ref, message=(
+                f"DeviceClass {name}, through which the scheduler made this claim for the pod's extended resources, "
+                "no longer exists. The allocation stays until the pod ends, but the scheduler no longer serves the "
+                "resource through DRA: new pods asking for it fit only nodes that advertise it in their allocatable")))
+            continue
+        resource = klass.spec.extended_resource_name
+        if not resource:
+            continue
+        rivals = sorted(c.name for c in classes.values() if c.spec.extended_resource_name == resource)
+        if len(rivals) > 1:
+            winner = resolver.get(resource)
+            found.append(Finding(code="ExtendedResourceNameClash", severity="warning", object=ref, message=(
+                f"DeviceClasses {', '.join(rivals)} all name extended resource {resource}; the scheduler serves it "
+                f"through the newest, {winner.name if winner else 'unknown'}. Deleting any one of them drops the name "
+                "from the scheduler's cache whichever class held it (until kube-scheduler restarts): give each "
+                "resource one class")))
+        node_name = claim.status.allocation.node_name() if claim.status.allocation else None
+        node = inventory.get(Node, None, node_name) if node_name else None
+        if node is not None and (q := node.status.allocatable.get(resource)) is not None and not q.is_zero():
+            found.append(Finding(code="ExtendedResourceBothWays", severity="warning", object=ref, message=(
+                f"node {node_name} advertises {resource}: {q} in its allocatable (a device plugin) and publishes "
+                f"devices of class {name} for it. The scheduler serves {resource} there from the allocatable only, "
+                "so new pods do not get these DRA devices, and the same hardware may be counted twice")))
     return found

@@ -40,6 +40,8 @@ class ConsumerView:
     node: str | None = None
     phase: str | None = None
     via: str = "resourceClaimName"  # resourceClaimName | template | extendedResource
+    # via extendedResource: container/resource -> the claim's request (status.extendedResourceClaimStatus)
+    extended: list[str] = dataclasses.field(default_factory=list)
 
 
 def _model_for(ref: ResourceClaimConsumerReference) -> type[KubeObject] | None:
@@ -102,6 +104,9 @@ def consumers(claim: ResourceClaim, inventory: Inventory) -> list[ConsumerView]:
                 break
         else:
             via = "extendedResource"
-        views.append(ConsumerView(pod=pod.key, reserved=is_reserved_for_pod(claim, pod),
-                                  node=pod.node_name, phase=pod.status.phase or None, via=via))
+        ext = pod.status.extended_resource_claim_status
+        mappings = [f"{m.container_name}/{m.resource_name}={m.request_name}" for m in ext.request_mappings] \
+            if via == "extendedResource" and ext is not None and ext.resource_claim_name == claim.name else []
+        views.append(ConsumerView(pod=pod.key, reserved=is_reserved_for_pod(claim, pod), node=pod.node_name,
+                                  phase=pod.status.phase or None, via=via, extended=mappings))
     return sorted(views, key=lambda v: v.pod)

@@ -73,6 +73,10 @@ def _requests(claim: ResourceClaim, namespace: str) -> list[ReadRequest]:
             requests.append(ReadRequest(model, namespace if model.NAMESPACED else None, required=False))
             if model.KIND == "Deployment":
                 requests.append(ReadRequest(ReplicaSet, namespace, required=False))
+    # a claim the scheduler made for extended resources: does its node advertise them too?
+    if claim.metadata.annotations.get("resource.kubernetes.io/extended-resource-claim") == "true" and claim.node_name:
+        requests.append(ReadRequest(Node, field_selector=f"metadata.name={claim.node_name}", required=False,
+                                    keep_raw=False))
     # the node's view, when an agent reports on the claim's node
     for node in sorted({claim.node_name} - {None}):
         requests.append(ReadRequest(NodeEnforcementReportObject, field_selector=f"metadata.name={node}",

@@ -22,7 +22,7 @@ from kubectl_dra.model.claim import ResourceClaim
 from kubectl_dra.model.inventory import Inventory
 from kubectl_dra.model.node import Node
 from kubectl_dra.model.pod import Pod
-from kubectl_dra.model.resource import DeviceTaintRule
+from kubectl_dra.model.resource import DeviceClass, DeviceTaintRule
 from kubectl_dra.pods.document import PodExplanation
 from kubectl_dra.pods.explain import explain_pod
 from kubectl_dra.printers.options import OutputOptions
@@ -124,6 +124,7 @@ def _why_pending(opened: Opened, pod: Pod, inventory: Inventory, result: PodExpl
     # start-up: pending - the scheduler's filters and the allocator load only for a pod not bound to a node
     from kubectl_dra.allocation.explain import allocation_findings, explain_allocation, pod_claims, wants_proposals
     from kubectl_dra.scheduling.explain import pod_scheduling
+    from kubectl_dra.scheduling.extended import claim_view, claims_on, extended_demand
     from kubectl_dra.scheduling.profile import default_profile
     from kubectl_dra.scheduling.reads import scheduling_reads
 
@@ -132,7 +133,9 @@ def _why_pending(opened: Opened, pod: Pod, inventory: Inventory, result: PodExpl
     inventory.add(pod)  # the pod as fetched first (a later list may hold an older copy)
     result.scheduling, unschedulable = pod_scheduling(pod, inventory, profile, only_node)
     result.findings[:0] = unschedulable
-    if not pod.spec.resource_claims:
+    demand = extended_demand(pod, inventory.all(DeviceClass), inventory.all(ResourceClaim)) \
+        if "DeviceClass" in inventory.read_kinds and "ResourceSlice" in inventory.read_kinds else None
+    if not pod.spec.resource_claims and (demand is None or demand.undecided):
         return
     pending, allocated, problems = pod_claims(pod, inventory)
     for problem in problems:
@@ -140,8 +143,12 @@ def _why_pending(opened: Opened, pod: Pod, inventory: Inventory, result: PodExpl
     # nodes only the claims keep the pod from (or that cannot be decided) are the ones worth showing
     relevant = frozenset(n.node for n in result.scheduling.nodes
                          if n.fits is not False or n.plugin == "DynamicResources")
+    usable = demand is not None and not demand.undecided
     result.allocation = explain_allocation(pending, inventory, allocated=allocated, only_node=only_node,
-                                           bound=profile.search_bound(), first=relevant)
+                                           bound=profile.search_bound(), first=relevant,
+                                           extended=claims_on(demand) if usable else None)
+    if usable:
+        result.allocation.extended = claim_view(demand, inventory.all(Node))
     if wants_proposals(result.allocation, only_node):
         # start-up: pending - Karpenter's overlay evaluation (~45 ms) loads only when no node can take the claims
         from kubectl_dra.allocation.proposals import karpenter_proposals

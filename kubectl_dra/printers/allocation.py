@@ -21,6 +21,8 @@ def allocation_lines(allocation: Allocation | None, style: Style) -> list[str]:
     feasible = len(allocation.feasible_nodes)
     lines = [f"{style('Allocation', 'bold')} (what the scheduler's allocator would do now: {feasible} of "
              f"{plural(allocation.nodes_checked, 'node')} can take {', '.join(allocation.claims) or 'nothing'})"]
+    if allocation.extended is not None:
+        lines += _extended_lines(allocation.extended)
     for node in allocation.nodes:
         if node.feasible:
             picks = ", ".join(f"{r.driver}/{r.pool}/{r.device} ({r.request})" for r in node.results) or "nothing to allocate"
@@ -54,4 +56,19 @@ def allocation_lines(allocation: Allocation | None, style: Style) -> list[str]:
                 lines.append(f"    {where}  would not fit: {proposal.message or ''}".rstrip())
     if allocation.omitted_nodes:
         lines.append(f"  ... {plural(allocation.omitted_nodes, 'more node')} that cannot take them (--node NAME, or -o json)")
+    return lines
+
+
+def _extended_lines(view) -> list[str]:
+    """The scheduler's claim for extended resources, and the nodes that serve them without it."""
+    asked = ", ".join(f"{name}: {count} (class {view.classes[name]})" for name, count in view.resources.items())
+    lines = [f"  extended resources through DRA: {asked}"]
+    if view.existing_claim:
+        lines.append(f"    claim {view.existing_claim} from an earlier attempt: the scheduler deletes it first")
+    for request in view.requests:
+        users = sorted({m.container_name for m in view.mappings if m.request_name == request.name})
+        lines.append(f"    request {request.name}: {request.count} x {request.device_class_name}"
+                     f" (containers {', '.join(users)})")
+    if view.device_plugin_nodes:
+        lines.append(f"    served by the node's allocatable (a device plugin) instead on: {_names(view.device_plugin_nodes)}")
     return lines

@@ -59,6 +59,8 @@ def claim_tree(result: ClaimExplanation, style: Style) -> str:
     for u in result.consumers:
         reserved = "reserved" if u.reserved else style("NOT reserved", "red")
         lines.append(f"  {u.pod}  {reserved}  {u.phase or '<unknown>'} on {u.node or '<unscheduled>'}  via {u.via}")
+        if u.extended:  # the scheduler made the claim for these containers' extended resources
+            lines.append(f"    made by the scheduler for: {', '.join(u.extended)}")
     if result.node_view:
         lines.append(f"{style('On the node', 'bold')} (the agent's report)")
     for v in result.node_view:

@@ -24,6 +24,8 @@ from kubectl_dra.allocation.state import AllocatedState
 from kubectl_dra.model.claim import ResourceClaim, is_reserved_for_pod
 from kubectl_dra.model.resource import DeviceClass, ResourceSlice
 from kubectl_dra.pools.slices import slice_device
+from kubectl_dra.scheduling.extended import (SPECIAL_NAME, ExtendedDemand, ExtendedRequest, extended_demand,
+                                             is_dra_extended_resource_name, node_claim, on_node)
 from kubectl_dra.scheduling.fit import fits_resources, insufficient_status
 from kubectl_dra.scheduling.framework import Cycle, Evidence, NodeInfo, Plugin, PreFilterResult, Status
 from kubectl_dra.scheduling.resources import to_resource
@@ -47,9 +49,25 @@ class _State:
     pod_claim_names: dict[str, list[str]]  # claim uid -> pod claim names
     pending: list  # those to allocate
     mapped: dict[str, bool] = field(default_factory=dict)  # claim uid -> an allocated device maps resources
-    allocator: object = None
+    demand: ExtendedDemand | None = None  # extended resources a DeviceClass provides
+    allocated_state: AllocatedState | None = None
+    bound: SearchBound | None = None
+    rule_taints: object = None
     index: tuple = ()
+    allocators: dict[tuple, Allocator] = field(default_factory=dict)  # the extended claim's requests -> allocator
     outcomes: dict[str, object] = field(default_factory=dict)  # node -> NodeOutcome (for explain's allocation)
+
+    def allocator_for(self, cycle: Cycle, extended: list[ExtendedRequest]) -> Allocator | None:
+        """The allocator of the pending claims and, last as the scheduler puts it, this node's
+        variant of the claim for extended resources (one per variant: most nodes share one)."""
+        if not self.pending and not extended:
+            return None
+        key = tuple(extended)
+        if key not in self.allocators:
+            claims = [*self.pending, node_claim(cycle.pod.pod, extended)] if extended else self.pending
+            self.allocators[key] = Allocator(claims, {c.name: c for c in cycle.inventory.all(DeviceClass)},
+                                             self.allocated_state, rule_taints=self.rule_taints, bound=self.bound)
+        return self.allocators[key]
 
 
 class DynamicResources(Plugin):
@@ -57,14 +75,13 @@ class DynamicResources(Plugin):
 
     def pre_filter(self, cycle: Cycle) -> PreFilterResult:
         pod = cycle.pod.pod
-        if not pod.spec.resource_claims:
-            if _extended_by_dra(cycle):
-                return PreFilterResult(Status.unknown(
-                    "the pod requests an extended resource that a DeviceClass provides through DRA "
-                    "(DRAExtendedResource); that allocation is not modelled"))
+        inventory = cycle.inventory
+        demand, problem = _extended(cycle)
+        if problem:
+            return PreFilterResult(Status.unknown(problem))
+        if not pod.spec.resource_claims and demand is None:
             return PreFilterResult(Status("Skip"))
 
-        inventory = cycle.inventory
         pending, allocated, problems = pod_claims(pod, inventory)
         if problems:
             return PreFilterResult(Status.unknown("; ".join(problems)))
@@ -86,15 +103,15 @@ class DynamicResources(Plugin):
                             CLASS_MISSING.format(request=qualified, klass=klass), unresolvable=True,
                             evidence=[Evidence(reason=CLASS_MISSING.format(request=qualified, klass=klass),
                                                detail=f"claim {claim.namespace}/{claim.name}")]))
-        state = _State(claims=claims, pod_claim_names=names, pending=pending)
+        state = _State(claims=claims, pod_claim_names=names, pending=pending, demand=demand)
         for claim in allocated:
             state.mapped[claim.uid] = _has_mapped_device(claim, inventory)
-        if pending:
+        if pending or demand is not None:
             skip = {c.uid for c in pending}
-            allocated_state = AllocatedState.of(inventory.all(ResourceClaim), skip)
-            bound = cycle.bound or SearchBound(*filter_timeout(cycle.args.get(DynamicResources.NAME) or {}, None))
-            state.allocator = Allocator(pending, {c.name: c for c in inventory.all(DeviceClass)}, allocated_state,
-                                        rule_taints=rule_taints(inventory), bound=bound)
+            state.allocated_state = AllocatedState.of(inventory.all(ResourceClaim), skip)
+            state.bound = cycle.bound or SearchBound(*filter_timeout(cycle.args.get(DynamicResources.NAME) or {},
+                                                                     None))
+            state.rule_taints = rule_taints(inventory)
             state.index = slice_index(inventory.all(ResourceSlice))
         return PreFilterResult(state=state)
 
@@ -103,6 +120,17 @@ class DynamicResources(Plugin):
             return Status()
 
         pod = cycle.pod.pod
+        extended = None
+        if state.demand is not None:  # filterExtendedResources comes first
+            extended = on_node(state.demand, node.allocatable)
+            if extended.refusal:
+                what = f"resource {extended.refused_resource}: neither on the node nor provided by a DeviceClass" \
+                    if extended.refused_resource else f"claim {state.demand.existing.name} from an earlier attempt " \
+                    "has requests already; the scheduler deletes it in PostFilter and tries anew"
+                return Status.unschedulable(extended.refusal, unresolvable=True,
+                                            evidence=[Evidence(reason=extended.refusal, detail=what)])
+            if not state.claims and not extended.via_dra:  # served by the node's device plugins
+                return Status()
         unavailable = []
         for claim in state.claims:
             if claim.status.allocation is None:
@@ -115,9 +143,10 @@ class DynamicResources(Plugin):
                 return Status.unschedulable(reason, unresolvable=True, evidence=[Evidence(
                     reason=reason, detail=f"reserved for {', '.join(r.name for r in claim.status.reserved_for)}")])
         picks = []
-        if state.allocator is not None:
+        allocator = state.allocator_for(cycle, extended.requests if extended is not None else [])
+        if allocator is not None:
             by_node, shared, by_pool = state.index
-            outcome = state.allocator.allocate(node.node, gather(node.node, [*by_node.get(node.name, ()), *shared],
+            outcome = allocator.allocate(node.node, gather(node.node, [*by_node.get(node.name, ()), *shared],
                                                                  by_pool))
             state.outcomes[node.name] = outcome
             if outcome.undetermined:  # a stopped search (timing) says itself why; anything else cannot be reproduced
@@ -137,6 +166,10 @@ class DynamicResources(Plugin):
                 return Status.unschedulable(CANNOT_ALLOCATE, unresolvable=True, evidence=[Evidence(
                     reason=CANNOT_ALLOCATE, detail=_why_not(outcome))])
             picks = outcome.results
+            mapped = _extended_mapped_device(cycle, picks)
+            if mapped:
+                return Status.unknown(f"the claim for extended resources gets device {mapped}, which declares "
+                                      "node-allocatable resources: what the pod then counts for is not modelled")
         status = _node_allocatable(cycle, state, node, picks)
         if status is not None:
             return status
@@ -148,15 +181,38 @@ class DynamicResources(Plugin):
         return Status()
 
 
-def _extended_by_dra(cycle: Cycle) -> bool:
-    """The pod asks for an extended resource the node does not advertise but a DeviceClass
-    provides (``spec.extendedResourceName``)."""
-    provided = {name for c in cycle.inventory.all(DeviceClass)
-                if (name := getattr(c.spec, "extended_resource_name", None))}
-    if not provided:
-        return False
-    pod = cycle.pod.pod
-    return any(name in provided for c in pod.all_containers() for name in c.resources.requests)
+def _extended(cycle: Cycle) -> tuple[ExtendedDemand | None, str | None]:
+    """``preFilterExtendedResources``: the pod's extended resources a DeviceClass provides (none:
+    the scheduler makes no claim for it), or why that cannot be told."""
+    pod, inventory = cycle.pod.pod, cycle.inventory
+    asks = [name for c in pod.all_containers() for name, q in c.resources.requests.items()
+            if not q.is_zero() and is_dra_extended_resource_name(name)]
+    if not asks:
+        return None, None
+    if "DeviceClass" not in inventory.read_kinds and not inventory.all(DeviceClass):
+        return None, (f"whether a DeviceClass provides {asks[0]} through DRA is unknown: DeviceClasses were not "
+                      "read")
+    demand = extended_demand(pod, inventory.all(DeviceClass), inventory.all(ResourceClaim))
+    if demand is None:
+        return None, None
+    if demand.undecided:
+        return None, (f"whether the scheduler maps {demand.undecided[0]} to its DeviceClass depends on the order it "
+                      "saw the classes in: that class lost an extendedResourceName clash to a newer one")
+    missing = [kind for kind in ("ResourceSlice", "ResourceClaim") if kind not in inventory.read_kinds]
+    if missing:
+        return None, (f"the pod asks for {', '.join(sorted(demand.provided()))} through DRA, but "
+                      f"{' and '.join(missing)}s were not read")
+    return demand, None
+
+
+def _extended_mapped_device(cycle: Cycle, picks) -> str | None:
+    """A device the claim for extended resources gets that declares node-allocatable resources."""
+    for p in picks:
+        if p.claim.endswith("/" + SPECIAL_NAME):
+            _, device = slice_device(cycle.inventory, p.driver, p.pool, p.device)
+            if device is not None and device.has_node_allocatable:
+                return f"{p.driver}/{p.pool}/{p.device}"
+    return None
 
 
 def _has_mapped_device(claim, inventory) -> bool:

@@ -27,10 +27,10 @@ node-allocatable check (``nodeFitsResources``), which has its own rules (``dra=T
 from __future__ import annotations
 
 import dataclasses
-from datetime import datetime, timezone
 from typing import Callable, Iterable
 
 from kubectl_dra.model.resource import DeviceClass
+from kubectl_dra.scheduling.extended import class_resolver
 from kubectl_dra.scheduling.framework import (UNRESOLVABLE, UNSCHEDULABLE, Cycle, Evidence, NodeInfo, Plugin,
                                               PreFilterResult, Resource, Status)
 from kubectl_dra.scheduling.resources import (CPU, DEVICE_CLASS_PREFIX, EPHEMERAL_STORAGE, MEMORY, PODS,
@@ -143,43 +143,6 @@ def insufficient_status(items: list[Insufficient], *, plugin: str, overhead: Res
 
 # -- DRA extended resources ---------------------------------------------------------------------------
 
-_EPOCH = datetime(1, 1, 1, tzinfo=timezone.utc)  # Go's zero time: a class without creationTimestamp
-
-
-def _created(klass: DeviceClass) -> datetime:
-    ts = klass.metadata.creation_timestamp
-    if ts is None:
-        return _EPOCH
-    return ts if ts.tzinfo is not None else ts.replace(tzinfo=timezone.utc)
-
-
-def device_class_resources(classes: Iterable[DeviceClass]) -> dict[str, bool | None]:
-    """The scheduler's ``ExtendedResourceCache``: resource name -> whether some DeviceClass maps it
-    (``None``: depends on the order the scheduler saw the classes in).
-
-    Every ``spec.extendedResourceName`` is mapped (several classes naming one: the newest wins,
-    then the lowest name). Every class also maps ``deviceclass.resource.kubernetes.io/<name>``,
-    except that a class losing such a clash may have been refused before its implicit name was
-    added (``updateResourceName2class`` returns early): that name is undecided.
-    """
-    classes = list(classes)
-    winners: dict[str, DeviceClass] = {}
-    for klass in classes:
-        name = klass.spec.extended_resource_name
-        if not name:
-            continue
-        best = winners.get(name)
-        if best is None or _created(klass) > _created(best) or (
-                _created(klass) == _created(best) and klass.name < best.name):
-            winners[name] = klass
-    mapped: dict[str, bool | None] = {name: True for name in winners}
-    for klass in classes:
-        name = klass.spec.extended_resource_name
-        implicit = DEVICE_CLASS_PREFIX + klass.name
-        mapped[implicit] = None if name and winners[name] is not klass else True
-    return mapped
-
-
 def _delegation(cycle: Cycle) -> Callable[[str], bool | str]:
     """``shouldDelegateResourceToDRA``'s class lookup over the cycle's DeviceClasses (read lazily:
     only a scalar resource a node does not advertise asks)."""
@@ -190,16 +153,17 @@ def _delegation(cycle: Cycle) -> Callable[[str], bool | str]:
             inv = cycle.inventory
             classes = inv.all(DeviceClass) if inv is not None else []
             known = inv is not None and (bool(classes) or "DeviceClass" in inv.read_kinds)
-            cache["map"] = device_class_resources(classes) if known else None
+            cache["map"] = class_resolver(classes) if known else None
         mapped = cache["map"]
         if mapped is None:
             return (f"whether a DeviceClass provides extended resource {name}, which the node does not "
                     "advertise, is unknown: DeviceClasses were not read")
-        verdict = mapped.get(name, False)
-        if verdict is None:
+        if name not in mapped:
+            return False
+        if mapped[name] is None:
             return (f"whether the scheduler maps {name} to its DeviceClass depends on the order it saw the "
                     "classes in: that class lost an extendedResourceName clash to a newer one")
-        return verdict
+        return True
 
     return delegated
 

@@ -8,6 +8,8 @@ kinds are read only when the pod has a volume the volume filters look at.
 
 from __future__ import annotations
 
+import dataclasses
+
 from kubectl_dra.kube.reads import ReadRequest
 from kubectl_dra.model.claim import ResourceClaim, ResourceClaimTemplate
 from kubectl_dra.model.namespace import Namespace
@@ -16,6 +18,7 @@ from kubectl_dra.model.pod import Pod
 from kubectl_dra.model.podcache import CachedPod
 from kubectl_dra.model.resource import DeviceClass, DeviceTaintRule, ResourceSlice
 from kubectl_dra.model.storage import CSIDriver, CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
+from kubectl_dra.scheduling.extended import is_dra_extended_resource_name
 from kubectl_dra.scheduling.resources import is_scalar_resource_name
 
 
@@ -24,6 +27,11 @@ def scheduling_reads(pod, namespace: str | None = None) -> list:
                 ReadRequest(Namespace, required=False, keep_raw=False)]
     if pod is not None and (pod.spec.resource_claims or pod.status.extended_resource_claim_status):
         requests += _dra_reads(namespace or pod.namespace)
+    elif pod is not None and _asks_extended_resource(pod):
+        # a DeviceClass may provide it through DRA (KEP-5004): the scheduler then allocates a claim
+        # of its own, so DynamicResources needs what it needs for any claim; none of it is required
+        # (a cluster without DRA, or a user who may not read it, still gets every other filter)
+        requests += [dataclasses.replace(r, required=False) for r in _dra_reads(pod.namespace)]
     elif pod is not None and _asks_scalar_resource(pod):
         # NodeResourcesFit asks whether a DeviceClass provides a scalar resource (extended, huge
         # pages) a node does not advertise (shouldDelegateResourceToDRA, noderesources/fit.go):
@@ -33,6 +41,10 @@ def scheduling_reads(pod, namespace: str | None = None) -> list:
                                for v in pod.spec.volumes):
         requests += _volume_reads(namespace or pod.namespace)
     return requests
+
+
+def _asks_extended_resource(pod) -> bool:
+    return any(is_dra_extended_resource_name(name) for c in pod.all_containers() for name in c.resources.requests)
 
 
 def _asks_scalar_resource(pod) -> bool:

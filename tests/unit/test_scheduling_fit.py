@@ -27,8 +27,8 @@ from kubectl_dra.model.pod import Pod
 from kubectl_dra.model.resource import DeviceClass
 from kubectl_dra.quantity import Quantity
 from kubectl_dra.scheduling import resources as res
-from kubectl_dra.scheduling.fit import (NAME, NodeResourcesFit, device_class_resources, fits_resources,
-                                        insufficient_status)
+from kubectl_dra.scheduling.extended import class_resolver
+from kubectl_dra.scheduling.fit import NAME, NodeResourcesFit, fits_resources, insufficient_status
 from kubectl_dra.scheduling.framework import UNRESOLVABLE, UNSCHEDULABLE, Cycle, NodeInfo, PodInfo
 
 A, B = "example.com/aaa", "example.com/bbb"  # extendedResourceA, extendedResourceB
@@ -227,7 +227,7 @@ def test_enough_requests(name, pod, bound, args, with_class, code, want):
         assert status.plugin == NAME
     # fitsRequest's InsufficientResource list, numbers included
     request = res.incoming_requests(pod).total
-    cls = device_class_resources(inv.all(DeviceClass))
+    cls = {n: c is not None for n, c in class_resolver(inv.all(DeviceClass)).items()}
     got = fits_resources(request, node, ignored_resources=(args or {}).get("ignoredResources", ()),
                          ignored_groups=(args or {}).get("ignoredResourceGroups", ()),
                          delegated=lambda n: cls.get(n, False))
@@ -471,13 +471,13 @@ def test_a_class_losing_an_extended_resource_name_clash_may_lack_its_implicit_na
     old = klass("old", created="2026-01-01T00:00:00Z")
     new = klass("new", created="2026-02-01T00:00:00Z")
     tie = klass("a-tie", created="2026-02-01T00:00:00Z")
-    mapped = device_class_resources(DeviceClass.from_raw({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
-                                                          **c}) for c in (old, new))
-    assert mapped == {DRA_ER: True, "deviceclass.resource.kubernetes.io/new": True,
+    mapped = {n: c and c.name for n, c in class_resolver(DeviceClass.from_raw(
+        {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", **c}) for c in (old, new)).items()}
+    assert mapped == {DRA_ER: "new", "deviceclass.resource.kubernetes.io/new": "new",
                       "deviceclass.resource.kubernetes.io/old": None}
-    mapped = device_class_resources(DeviceClass.from_raw({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
-                                                          **c}) for c in (new, tie))
-    assert mapped["deviceclass.resource.kubernetes.io/a-tie"] is True  # same age: the lower name wins
+    mapped = class_resolver(DeviceClass.from_raw({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", **c})
+                            for c in (new, tie))
+    assert mapped["deviceclass.resource.kubernetes.io/a-tie"].name == "a-tie"  # same age: the lower name wins
     assert mapped["deviceclass.resource.kubernetes.io/new"] is None
     status = run(make_pod({"deviceclass.resource.kubernetes.io/old": "1"}), node_with(allocatable={"pods": "10"}),
                  inv=inventory(old, new))
