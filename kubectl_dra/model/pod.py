@@ -458,6 +458,16 @@ class Pod(KubeObject):
     def containers_using(self, pod_claim_name: str) -> list[str]:
         return [c.name for c in self.all_containers() if any(cl.name == pod_claim_name for cl in c.resources.claims)]
 
+    def containers_using_object(self, claim_name: str) -> list[str]:
+        """Containers that use the ResourceClaim object ``claim_name``: through a pod claim, or as
+        the claim the scheduler made for their extended resources (``extendedResourceClaimStatus``)."""
+        pod_claims = {pc.name for pc in self.spec.resource_claims if self.claim_object_name(pc) == claim_name}
+        ext = self.status.extended_resource_claim_status
+        mapped = {m.container_name for m in ext.request_mappings} \
+            if ext is not None and ext.resource_claim_name == claim_name else set()
+        return [c.name for c in self.all_containers()
+                if c.name in mapped or any(cl.name in pod_claims for cl in c.resources.claims)]
+
     def container_status(self, name: str) -> ContainerStatus | None:
         for status in (*self.status.init_container_statuses, *self.status.container_statuses):
             if status.name == name:

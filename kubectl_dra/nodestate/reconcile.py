@@ -282,8 +282,7 @@ def _from_pod_resources(view: PodResourcesView, state: NodeDRAState, claims, by_
         for pod in users:
             if not _running(pod) or (pod.namespace or "", pod.name) not in view.pods:
                 continue
-            pod_claims = [pc.name for pc in pod.spec.resource_claims if pod.claim_object_name(pc) == key[1]]
-            using = {c for pc in pod_claims for c in pod.containers_using(pc)}
+            using = set(pod.containers_using_object(key[1]))
             shown = held.get((pod.namespace or "", pod.name, *key), set())
             missing = sorted(c for c in using if c not in shown and (s := pod.container_status(c)) and s.running)
             if missing:

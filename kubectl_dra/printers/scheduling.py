@@ -57,6 +57,8 @@ def scheduling_lines(scheduling: Scheduling | None, style: Style) -> list[str]:
                      + (f" +{len(scheduling.feasible_nodes) - 5} more" if len(scheduling.feasible_nodes) > 5 else ""))
     if scheduling.possible_error:
         lines.append("  scheduler: " + style(f"may fail with an error instead: {scheduling.possible_error}", "yellow"))
+    for node, error in scheduling.bind_errors.items():
+        lines.append("  scheduler: " + style(f"binding fails on {node} (after every filter passed): {error}", "red"))
     if scheduling.recorded and scheduling.recorded.split(" preemption:")[0] != scheduling.message:
         lines.append(style(f"  last written on the pod: {scheduling.recorded}", "dim"))
     if scheduling.nominated_node:

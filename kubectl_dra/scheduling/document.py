@@ -68,4 +68,6 @@ class Scheduling(Part):
     waiting: list[NotEvaluated] = Field(default_factory=list)  # why the scheduler does not try the pod yet
     error: str | None = None  # the scheduler would fail with this error instead
     possible_error: str | None = None  # the scheduler may fail with this error instead (a search's timeout)
+    # feasible nodes where binding fails after the filters (PreBind's error there)
+    bind_errors: dict[str, str] = Field(default_factory=dict)
     next_step: str | None = None

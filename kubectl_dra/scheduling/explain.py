@@ -13,10 +13,12 @@ from kubectl_dra.model.claim import ResourceClaim
 from kubectl_dra.model.inventory import Inventory
 from kubectl_dra.model.node import Node
 from kubectl_dra.model.pod import Pod
+from kubectl_dra.model.resource import DeviceClass
 from kubectl_dra.scheduling.cycle import Attempt, NodeVerdict, run
 from kubectl_dra.scheduling.framework import Cycle, NodeInfo, PodInfo
 from kubectl_dra.scheduling.profile import DEFAULT_SCHEDULER, Profile, default_profile
 from kubectl_dra.scheduling.document import NodeScheduling, NotEvaluated, PluginReasons, Scheduling
+from kubectl_dra.scheduling.extended import bind_errors, extended_demand
 
 PREEMPTION = ("preemption is not evaluated: when the pod has a priority above pods on a node, the scheduler may "
               "evict them to make room (its message then goes on after \" preemption:\")")
@@ -73,6 +75,7 @@ def explain_scheduling(pod: Pod, inventory: Inventory, profile: Profile | None =
     attempt = run(cycle, plugins)
     unknown_everywhere = list(result.not_evaluated)  # the profile, the scheduler, the snapshot: every node
     _fill(result, attempt)
+    _bind_errors(result, pod, inventory)
     if unknown_everywhere:
         # a filter not run (or another scheduler) might refuse what passed here: no fit, no message
         result.message, result.message_known = None, False
@@ -86,6 +89,16 @@ def explain_scheduling(pod: Pod, inventory: Inventory, profile: Profile | None =
     result.not_evaluated.append(NotEvaluated(plugin="DefaultPreemption", why=PREEMPTION))
     result.next_step = next_step(result)
     return result
+
+
+def _bind_errors(result: Scheduling, pod: Pod, inventory: Inventory) -> None:
+    """Feasible nodes where the scheduler's PreBind then fails (extended resources through DRA with
+    claims of the pod's own, on a node serving them from its allocatable)."""
+    if not result.feasible_nodes or not pod.spec.resource_claims or "DeviceClass" not in inventory.read_kinds:
+        return
+    demand = extended_demand(pod, inventory.all(DeviceClass), inventory.all(ResourceClaim))
+    feasible = [n for name in result.feasible_nodes if (n := inventory.get(Node, None, name)) is not None]
+    result.bind_errors = bind_errors(pod, demand, feasible)
 
 
 def _recorded(pod: Pod) -> str | None:
@@ -185,6 +198,11 @@ def next_step(result: Scheduling) -> str | None:
                 f"fail with \"{result.possible_error}\" and retry the pod with backoff: make the claims' search "
                 "shorter (fewer devices per request, narrower selectors, a request that can be met) or raise "
                 "filterTimeout")
+    if result.feasible_nodes and set(result.feasible_nodes) <= set(result.bind_errors):
+        return ("every node the filters let through fails when the scheduler binds the pod there: the pod has "
+                "claims of its own and the node serves its extended resources from its allocatable (kube-scheduler "
+                "v1.37.2 then writes no request mappings); drop the extended resource from the pod (ask for the "
+                "device in a claim), or run it where the resource is not advertised")
     if result.feasible_nodes:
         return None
     if not result.message_known:
@@ -211,7 +229,14 @@ def next_step(result: Scheduling) -> str | None:
 
 
 def unschedulable_finding(pod: Pod, scheduling: Scheduling) -> Finding | None:
-    """``Unschedulable``: the scheduler cannot place the pod now, with its message."""
+    """``Unschedulable``: the scheduler cannot place the pod now, with its message; ``BindFails``:
+    the filters let it through, but binding fails on every such node."""
+    if scheduling.message is None and scheduling.feasible_nodes and \
+            set(scheduling.feasible_nodes) <= set(scheduling.bind_errors):
+        error = scheduling.bind_errors[scheduling.feasible_nodes[0]]
+        return Finding(code="BindFails", severity="error", object=f"pod/{pod.namespace}/{pod.name}",
+                       message=f"the scheduler places the pod, then fails to bind it on every node it can go to "
+                               f"({', '.join(scheduling.feasible_nodes)}): {error}. Next: {scheduling.next_step}")
     if scheduling.message is None or scheduling.message == GATED:
         return None
     text = f"the scheduler cannot place the pod now: {scheduling.message}"

@@ -30,6 +30,9 @@ SPECIAL_NAME = "<extended-resources>"  # specialClaimInMemName: the claim before
 ANNOTATION = "resource.kubernetes.io/extended-resource-claim"  # resourceapi.ExtendedResourceClaimAnnotation
 # the scheduler's words (extendeddynamicresources.go filterExtendedResources)
 STALE_CLAIM = "cannot schedule extended resource claim"
+# patchPodExtendedResourceClaimStatus's error, wrapped by the framework as the PodScheduled message
+NO_MAPPINGS = ('running PreBind plugin "DynamicResources": nil or empty request mappings, no update of pod '
+               '{namespace}/{name} ExtendedResourceClaimStatus')
 CANNOT_FIT = "cannot fit resource"
 
 _EPOCH = datetime(1, 1, 1, tzinfo=timezone.utc)  # Go's zero time: a class without creationTimestamp
@@ -294,3 +297,19 @@ def claim_view(demand: ExtendedDemand, nodes: Iterable[Node]) -> ExtendedClaimVi
         mappings=[ExtendedMappingView(container_name=m.container_name, resource_name=m.resource_name,
                                       request_name=m.request_name) for m in mappings],
         device_plugin_nodes=advertise, existing_claim=demand.existing.name if demand.existing is not None else None)
+
+
+def bind_errors(pod: Pod, demand: ExtendedDemand | None, nodes: Iterable[Node]) -> dict[str, str]:
+    """Nodes the filters let through where PreBind fails: the pod has claims of its own, so the
+    scheduler's claim is allocated (empty) and created there although the node serves every
+    extended resource from its allocatable; then it has no mapping to write on the pod, and
+    ``patchPodExtendedResourceClaimStatus`` fails. Seen on the real v1.37.2 scheduler
+    (tests/cluster/test_extended_oracle.py, ``claimdp``): the pod is retried and never binds there."""
+    if not pod.spec.resource_claims or demand is None or demand.undecided or demand.existing is not None:
+        return {}
+    out = {}
+    for node in nodes:
+        wanted = on_node(demand, node_scalars(node))
+        if wanted.refusal is None and not wanted.via_dra:
+            out[node.name] = NO_MAPPINGS.format(namespace=pod.namespace, name=pod.name)
+    return out

@@ -151,6 +151,19 @@ def scenarios() -> list[Scenario]:
                             "requests": {"cpu": "10m", **gpu(s, "1")}, "limits": gpu(s, "1"),
                             "claims": [{"name": "mine"}]}},
                             claims=[{"name": "mine", "resourceClaimTemplateName": f"ext-{s}"}])))
+    # a claim of the user's, and the resource from the node's allocatable: PreBind fails
+    # (docs/kubernetes/extended-resources.md §4)
+    s = "claimdp"
+    template = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+                "metadata": {"name": f"ext-{s}", "namespace": NAMESPACE},
+                "spec": {"spec": {"devices": {"requests": [{"name": "r", "exactly": {
+                    "deviceClassName": f"ext-{s}-user"}}]}}}}
+    user_class = klass(s, name=f"ext-{s}-user", resource=None)
+    out.append(Scenario(s, [node(s, **gpu(s, "1")), slice_(s, 1), klass(s, suffix="none"), user_class, template],
+                        pod(s, "ask", {**c("a", **gpu(s, "1")), "resources": {
+                            "requests": {"cpu": "10m", **gpu(s, "1")}, "limits": gpu(s, "1"),
+                            "claims": [{"name": "mine"}]}},
+                            claims=[{"name": "mine", "resourceClaimTemplateName": f"ext-{s}"}]), expect="prebind"))
     s = "evict"  # bound, then a NoExecute DeviceTaintRule on its devices (test_a_noexecute_taint_evicts_the_pod)
     out.append(Scenario(s, [node(s), slice_(s, 1), klass(s)], pod(s, "ask", c("a", **gpu(s, "1"))), expect="any"))
     return out
@@ -203,6 +216,14 @@ def test_the_explainer_decides_as_the_scheduler(oracle, scenario):
     plane, _, results = oracle
     mine, got = results[scenario.name]["mine"], results[scenario.name]["pod"]
     where = got["spec"].get("nodeName")
+    if scenario.expect == "prebind":
+        assert not where, f"bound to {where}"
+        condition = scheduled_false(got)
+        assert condition["reason"] == "SchedulerError", condition
+        assert mine.message is None  # every filter passes: the failure comes after them
+        assert mine.feasible_nodes == [f"ext-{scenario.name}-0"]
+        assert mine.bind_errors == {f"ext-{scenario.name}-0": condition["message"]}
+        return
     if scenario.expect == "refused":
         assert not where, f"bound to {where}"
         condition = scheduled_false(got)

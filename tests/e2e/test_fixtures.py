@@ -96,7 +96,8 @@ def test_overhead_is_reported_per_device(dra):
 def test_extended_resource_claim_consumer(dra):
     doc, codes = findings(dra, FIXTURES / "v1", "ml", "batch-infer-c4fh2-extended-resources-kpl28")
     assert doc["consumers"] == [{"pod": "ml/batch-infer-c4fh2", "reserved": True, "node": "worker-1",
-                                 "phase": "Running", "via": "extendedResource"}]
+                                 "phase": "Running", "via": "extendedResource",
+                                 "extended": ["worker/example.com/gpu=container-0-request-0"]}]
     assert codes == []
 
 

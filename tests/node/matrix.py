@@ -4,7 +4,9 @@ QoS classes, pod-level resources, init and sidecar containers, fractional, limit
 zero-request CPU, memory limits that are not page multiples, 2Mi and 1Gi huge pages, a mixed pod
 with exclusive CPUs (static CPU manager), and DRA claims whose devices map to node cpu, memory and
 huge pages (KEP-5517): a mapping, per-pod and per-container overhead, one claim shared by two
-containers, and a pod with two claims. The devices are published by the node's DRA plugin.
+containers, and a pod with two claims; and a pod asking for ``example.com/gpu``, an extended
+resource a DeviceClass provides (KEP-5004), served by the claim the scheduler makes for it. The
+devices are published by the node's DRA plugin.
 
 The node has 4 CPUs, one reserved (3 allocatable), so the requests below add up to less than that.
 """
@@ -16,13 +18,15 @@ from realnode import DRIVER, TEST_IMAGE
 NAMESPACE = "matrix"
 NETWORK_INTERFACE = "kdra-net0"  # the host interface the ``network`` device names (as dranet's devices do)
 CLASS = DRIVER
+EXTENDED_CLASS, EXTENDED_RESOURCE = "node-tier-gpu", "example.com/gpu"  # the class providing it, and the name
+CLAIMS = 5  # the claims the matrix's pods hold: 4 from templates, 1 the scheduler made (dra-extended)
 
 
 def devices() -> list[dict]:
     """resource.k8s.io/v1 Devices: ``mapped`` (cpu 100m and memory 64Mi per device), ``overhead``
     (memory 32Mi per pod plus 16Mi per container, cpu 20m per pod), ``hugepages`` (4Mi of 2Mi pages
-    per device plus 8Mi memory per pod and 8Mi per container), and one ``network`` device with no
-    node-allocatable amounts (the network check's)."""
+    per device plus 8Mi memory per pod and 8Mi per container), one ``network`` device with no
+    node-allocatable amounts (the network check's), and one ``plain`` device, the extended resource's."""
     def device(name: str, kind: str, resources: dict) -> dict:
         return {"name": name, "attributes": {"kind": {"string": kind}}, "nodeAllocatableResources": resources}
 
@@ -35,12 +39,20 @@ def devices() -> list[dict]:
                                                "dra.net/ifName": {"string": NETWORK_INTERFACE}}}
     return ([device(f"mapped-{i}", "mapped", mapped) for i in range(4)]
             + [device(f"overhead-{i}", "overhead", overhead) for i in range(4)]
-            + [device(f"hugepages-{i}", "hugepages", hugepages) for i in range(2)] + [network])
+            + [device(f"hugepages-{i}", "hugepages", hugepages) for i in range(2)] + [network]
+            + [{"name": "plain-0", "attributes": {"kind": {"string": "plain"}}}])
 
 
 def device_class() -> dict:
     return {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": CLASS},
             "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}]}}
+
+
+def extended_class() -> dict:
+    """The DeviceClass that provides ``example.com/gpu`` through DRA: the node does not advertise it."""
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": EXTENDED_CLASS},
+            "spec": {"extendedResourceName": EXTENDED_RESOURCE, "selectors": [{"cel": {"expression": (
+                f'device.driver == "{DRIVER}" && device.attributes["{DRIVER}"].kind == "plain"')}}]}}
 
 
 def claim_template(kind: str, namespace: str = NAMESPACE) -> dict:
@@ -112,12 +124,14 @@ def pods() -> list[dict]:
         pod("dra-two-claims", [container("main", both("100m", "64Mi"), both("200m", "128Mi"), claims=("cpu", "pages")),
                                container("side", both("50m", "32Mi"), both("100m", "64Mi"), claims=("pages",))],
             claims={"cpu": "mapped", "pages": "hugepages"}),
+        pod("dra-extended", [container("app", both("100m", "64Mi", **{EXTENDED_RESOURCE: "1"}),
+                                       both("200m", "128Mi", **{EXTENDED_RESOURCE: "1"}))]),
     ]
 
 
 def objects() -> list[dict]:
     namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}
-    return [namespace, device_class(), *(claim_template(k) for k in ("mapped", "overhead", "hugepages")), *pods()]
+    return [namespace, device_class(), extended_class(), *(claim_template(k) for k in ("mapped", "overhead", "hugepages")), *pods()]
 
 
 def names() -> set[str]:

@@ -190,3 +190,41 @@ def test_a_tainted_device_is_not_allocated():
 def test_without_a_class_the_name_is_the_node_resources_fits_alone():
     got = explain(pod(c("a", **gpu("1"))), klass(resource=None), node("dra"), slice_("dra", "g0"))
     assert got.message == "0/1 nodes are available: 1 Insufficient example.com/gpu."
+
+
+def test_containers_using_the_schedulers_claim_come_from_the_mappings():
+    """What the node-side check (nodestate/reconcile.py, ReservedNotPrepared) expects the kubelet to
+    have prepared for each container: the mapped ones, as the kubelet's GetResources gives them."""
+    p = pod(c("a", **gpu("1")), c("b", cpu="1"), init=(c("setup", **gpu("1")),))
+    p["status"]["extendedResourceClaimStatus"] = {"resourceClaimName": "p-extended-resources-x", "requestMappings": [
+        {"containerName": "a", "resourceName": GPU, "requestName": "container-1-request-0"},
+        {"containerName": "setup", "resourceName": GPU, "requestName": "container-1-request-0"}]}
+    model = Pod.from_raw(p)
+    assert model.containers_using_object("p-extended-resources-x") == ["setup", "a"]
+    assert model.containers_using_object("other") == []
+
+
+def test_own_claims_and_a_node_serving_the_resource_itself_fail_in_prebind():
+    """The real scheduler's answer in tests/cluster/test_extended_oracle.py (``claimdp``): the
+    filters pass, PreBind writes no request mappings and fails; on a node serving the resource
+    through DRA the same pod binds."""
+    from kubectl_dra.scheduling.explain import pod_scheduling
+
+    p = pod(c("a", **gpu("1")))
+    p["spec"]["resourceClaims"] = [{"name": "mine", "resourceClaimName": "mine"}]
+    p["spec"]["containers"][0]["resources"]["claims"] = [{"name": "mine"}]
+    mine = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+            "metadata": {"name": "mine", "namespace": "ns", "uid": "cm"},
+            "spec": {"devices": {"requests": [{"name": "r", "exactly": {"deviceClassName": "user"}}]}}}
+    objects = (klass(), klass("user", resource=None), node("dp", **{GPU: "1"}), slice_("dp", "g0"), mine)
+    got = explain(p, *objects)
+    assert got.message is None and got.feasible_nodes == ["dp"]
+    assert got.bind_errors == {"dp": 'running PreBind plugin "DynamicResources": nil or empty request mappings, '
+                                     'no update of pod ns/p ExtendedResourceClaimStatus'}
+    inv = Inventory()
+    inv.extend(parse_object(o) for o in objects)
+    inv.read_kinds |= {"Node", "Pod", "ResourceSlice", "ResourceClaim", "DeviceClass", "Namespace"}
+    _, findings = pod_scheduling(Pod.from_raw(p), inv)
+    assert [f.code for f in findings] == ["BindFails"]
+    two = explain(p, *objects, node("dra"), {**slice_("dra", "g0", "g1"), "metadata": {"name": "dra-gpu"}})
+    assert two.feasible_nodes == ["dp", "dra"] and list(two.bind_errors) == ["dp"]

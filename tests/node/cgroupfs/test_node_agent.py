@@ -24,7 +24,7 @@ def test_scan_once_on_the_node_says_match_for_every_pod(cgroupfs_node):
     # every node-side source was read, and what it says is what the node did
     assert {s["name"]: s["state"] for s in status["sources"]} == {"draCheckpoint": "read", "cdi": "read",
                                                                   "podResources": "read"}
-    assert len(status["claims"]) == 4 and all(c["prepared"] and c["api"] == "read" for c in status["claims"])
+    assert len(status["claims"]) == matrix.CLAIMS and all(c["prepared"] and c["api"] == "read" for c in status["claims"])
     options, source = status["nodeOptions"], status["nodeOptionsSource"]
     assert (options["cgroupDriver"], source["cgroupDriver"]) == ("cgroupfs", "cgroup tree")
     assert (options["cpuManagerPolicy"], source["cpuManagerPolicy"].split(" ")[0]) == (

@@ -81,7 +81,7 @@ def test_the_agent_runs_as_shipped_and_reports_every_pod_as_match(deployed, dra)
     assert set(verdicts(doc)) == matrix.names() | {pod["metadata"]["name"]} and all_match(doc)
     assert {s["name"]: s["state"] for s in doc["status"]["sources"]} == {
         "draCheckpoint": "read", "cdi": "read", "podResources": "read"}
-    assert len(doc["status"]["claims"]) == 4 and doc["status"]["nodeOptions"]["cgroupDriver"] == "cgroupfs"
+    assert len(doc["status"]["claims"]) == matrix.CLAIMS and doc["status"]["nodeOptions"]["cgroupDriver"] == "cgroupfs"
     # the CPU manager's policy from its checkpoint, in the same directory (components/kubelet-state)
     assert doc["status"]["nodeOptions"]["cpuManagerPolicy"] == "static"
     assert doc["status"]["nodeOptionsSource"]["cpuManagerPolicy"].startswith("/host/var/lib/kubelet/cpu_manager_state")
@@ -258,7 +258,7 @@ def test_containerd_then_the_kubelet_restarted(deployed):
         seen = list(reports.versions)
     for doc in (during_containerd, during_kubelet, after):
         assert all_match(doc), (verdicts(doc), claim_findings(doc))
-        assert len(doc["status"]["claims"]) == 4
+        assert len(doc["status"]["claims"]) == matrix.CLAIMS
     assert {s["name"]: s["state"] for s in during_containerd["status"]["sources"]}["podResources"] == "read"
     sources = {s["name"]: s for s in during_kubelet["status"]["sources"]}
     assert (sources["podResources"]["state"], sources["draCheckpoint"]["state"], sources["cdi"]["state"]) == (
@@ -349,7 +349,7 @@ def test_the_node_rebooted(deployed, agent_images, tmp_path):
     agent.apply(full(tmp_path, agent_images))  # every check on (a no-op when already)
     with agent.reports() as reports:
         reports.until("all Match with the node's claims", lambda o: all_match(o[node.name]) and
-                      len(o[node.name]["status"]["claims"]) == 4, stall=STALL)
+                      len(o[node.name]["status"]["claims"]) == matrix.CLAIMS, stall=STALL)
         checkpoint = node.vm.read(f"{KUBELET_ROOT}/dra_manager_state")[f"{KUBELET_ROOT}/dra_manager_state"]
         uid = reports.objects[node.name]["metadata"]["uid"]
         began = time.monotonic()
@@ -377,8 +377,8 @@ def test_the_node_rebooted(deployed, agent_images, tmp_path):
     deployed.agent.booted.refresh()
     after = node.vm.read(f"{KUBELET_ROOT}/dra_manager_state")[f"{KUBELET_ROOT}/dra_manager_state"]
     held = {c["ClaimUID"] for c in json.loads(json.loads(checkpoint)["Data"])["ClaimInfoStateList"]}
-    assert len(held) == 4 and held == {c["ClaimUID"] for c in json.loads(json.loads(after)["Data"])["ClaimInfoStateList"]}
-    assert len(doc["status"]["claims"]) == 4
+    assert len(held) == matrix.CLAIMS and held == {c["ClaimUID"] for c in json.loads(json.loads(after)["Data"])["ClaimInfoStateList"]}
+    assert len(doc["status"]["claims"]) == matrix.CLAIMS
     assert doc["metadata"]["uid"] == uid
     assert false_findings(seen) == [], false_findings(seen)
     infos = {(f[1], f[2]) for d in seen for f in claim_findings(d) if f[2] == "info"}

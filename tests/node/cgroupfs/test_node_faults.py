@@ -205,7 +205,7 @@ def test_the_dra_checkpoint_corrupted_and_what_the_kubelet_does_without_it(deplo
                 (n, "CheckpointCorrupt", "error") for n in names) and o[node.name], stall=STALL)
             source = next(s for s in doc["status"]["sources"] if s["name"] == "draCheckpoint")
             assert source["state"] == "corrupt" and "checksum mismatch" in source["message"]
-            assert set(verdicts(doc).values()) == {"Match"} and divergences(doc) == [] and len(names) == 4
+            assert set(verdicts(doc).values()) == {"Match"} and divergences(doc) == [] and len(names) == matrix.CLAIMS
             message = doc["status"]["claims"][0]["findings"][0]["message"]
             seen = list(reports.versions)
         assert unchanged_but(seen, claims=names) == []
@@ -271,7 +271,7 @@ def test_a_kubelet_restarted_without_dra_node_allocatable_resources(deployed, dr
             assert {r[3] for r in rows} >= {"cpu.max", "memory.max"}
             assert all(r[:3] == ("dra-two-claims", "container", "main") and r[4] == "KubeletDRADisabled" for r in rows)
             assert doc["status"]["kubeletDra"] is False
-            assert claim_findings(doc) == [] and len(doc["status"]["claims"]) == 4
+            assert claim_findings(doc) == [] and len(doc["status"]["claims"]) == matrix.CLAIMS
             seen = list(reports.versions)
         assert unchanged_but(seen, pods={"dra-two-claims"}) == []
         # explain follows the node (status.declaredFeatures): it predicts the restarted container right

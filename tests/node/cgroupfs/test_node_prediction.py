@@ -52,6 +52,8 @@ FACTS = {
     ("dra-two-claims", "pod", "hugetlb.2MB.max"): str(4 * MI),  # DRA huge pages, always added
     ("dra-two-claims", "main", "memory.max"): str(208 * MI),  # 128Mi + 64Mi + 8Mi + 8Mi
     ("dra-two-claims", "side", "memory.max"): str(80 * MI),  # 64Mi + 8Mi + 8Mi
+    ("dra-extended", "pod", "memory.max"): str(128 * MI),  # example.com/gpu through DRA writes no cgroup value
+    ("dra-extended", "app", "cpu.max"): "20000 100000",
 }
 PODS = [p["metadata"]["name"] for p in matrix.pods()]
 

@@ -9,6 +9,8 @@ import json
 
 from realnode import CDI_DIR, DRIVER, KUBELET_ROOT
 
+import matrix
+
 from kubectl_dra.cgroups.cpumanager import parse_cpu_manager_state, parse_cpuset
 from kubectl_dra.nodestate.cdi import build_index, parse_spec
 from kubectl_dra.nodestate.checkpoint import parse_dra_checkpoint
@@ -26,7 +28,7 @@ def test_the_dra_checkpoint_is_read_as_the_real_kubelet_wrote_it(cgroupfs_node):
     assert '\\"ClaimInfoStateList\\"' in raw  # the list key a released kubelet writes (docs/kubernetes/node-state.md §10)
     checkpoint = parse_dra_checkpoint(raw.encode())  # raises on a checksum mismatch: CRC-32 of Data
     claims = api_claims(cgroupfs_node)
-    assert {c.name for c in checkpoint.claims} == set(claims) and len(claims) == 4
+    assert {c.name for c in checkpoint.claims} == set(claims) and len(claims) == matrix.CLAIMS
     pods = {p["metadata"]["uid"]: name for name, p in cgroupfs_node.pods.items()}
     for prepared in checkpoint.claims:
         api = claims[prepared.name]
@@ -36,10 +38,14 @@ def test_the_dra_checkpoint_is_read_as_the_real_kubelet_wrote_it(cgroupfs_node):
         results = api["status"]["allocation"]["devices"]["results"]
         assert sorted(d.key for d in prepared.devices) == sorted(f"{r['driver']}/{r['pool']}/{r['device']}"
                                                                   for r in results)
+        requests = {f"{r['driver']}/{r['pool']}/{r['device']}": r["request"] for r in results}
         for device in prepared.devices:
-            assert device.request_names == ("dev",) and device.share_id is None
+            request = requests[device.key]  # "dev" from a template; the scheduler's own name for extended resources
+            assert device.request_names == (request,) and device.share_id is None
             # the test driver's CDI naming: <driver>/test=claim-<claim UID>-<request>
-            assert device.cdi_ids == (f"{DRIVER}/test=claim-{prepared.uid}-dev",)
+            assert device.cdi_ids == (f"{DRIVER}/test=claim-{prepared.uid}-{request}",)
+    extended = cgroupfs_node.pods["dra-extended"]["status"]["extendedResourceClaimStatus"]
+    assert extended["resourceClaimName"] in {c.name for c in checkpoint.claims}
 
 
 def test_the_cpu_manager_state_is_read_as_the_real_kubelet_wrote_it(cgroupfs_node):
@@ -75,15 +81,20 @@ def test_the_pod_resources_client_against_the_real_kubelet_socket(cgroupfs_node)
     expected = set()
     for name, pod in cgroupfs_node.pods.items():
         by_pod_claim = {s["name"]: s["resourceClaimName"] for s in pod["status"].get("resourceClaimStatuses", [])}
+        extended = pod["status"].get("extendedResourceClaimStatus")
         for container in pod["spec"]["containers"]:
-            for ref in container.get("resources", {}).get("claims", []):
-                claim = claims[by_pod_claim[ref["name"]]]
+            used = [by_pod_claim[ref["name"]] for ref in container.get("resources", {}).get("claims", [])]
+            # the claim the scheduler made: every container with a mapping sees all of its devices
+            if extended and any(m["containerName"] == container["name"] for m in extended["requestMappings"]):
+                used.append(extended["resourceClaimName"])
+            for claim in (claims[n] for n in used):
                 for r in claim["status"]["allocation"]["devices"]["results"]:
                     expected.add((name, container["name"], claim["metadata"]["name"],
                                   f"{r['driver']}/{r['pool']}/{r['device']}",
-                                  (f"{DRIVER}/test=claim-{claim['metadata']['uid']}-dev",), None))
+                                  (f"{DRIVER}/test=claim-{claim['metadata']['uid']}-{r['request']}",), None))
     assert {(p, c, n, d, tuple(ids), s) for p, c, n, d, ids, s in view["rows"]} == expected
-    assert len(expected) == 6  # dra-mapped 1, dra-shared 2 containers, dra-two-claims main 2 + side 1
+    # dra-mapped 1, dra-shared 2 containers, dra-two-claims main 2 + side 1, dra-extended 1
+    assert len(expected) == 7
 
 
 def test_the_cdi_specs_the_real_driver_wrote_resolve_every_prepared_device(cgroupfs_node):
@@ -98,5 +109,5 @@ def test_the_cdi_specs_the_real_driver_wrote_resolve_every_prepared_device(cgrou
     path = f"{KUBELET_ROOT}/dra_manager_state"
     checkpoint = parse_dra_checkpoint(node.vm.read(path)[path].encode())
     wanted = [i for c in checkpoint.claims for d in c.devices for i in d.cdi_ids]
-    assert len(wanted) == 4 and all(index.why_unresolved(i) is None for i in wanted)
+    assert len(wanted) == matrix.CLAIMS and all(index.why_unresolved(i) is None for i in wanted)
     assert index.why_unresolved(f"{DRIVER}/test=claim-00000000-0000-0000-0000-000000000000-dev") is not None

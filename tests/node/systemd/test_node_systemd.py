@@ -67,4 +67,4 @@ def test_scan_once_on_the_systemd_node_says_match_for_every_pod(systemd_node):
     assert (options["runtimeHugetlb"], source["runtimeHugetlb"]) == (True, "cgroup tree")
     assert options["cpuManagerPolicy"] == "none" and source["cpuManagerPolicy"].startswith(
         "/var/lib/kubelet/cpu_manager_state")
-    assert len(doc["status"]["claims"]) == 4
+    assert len(doc["status"]["claims"]) == matrix.CLAIMS
