@@ -62,7 +62,7 @@ class _State:
         variant of the claim for extended resources (one per variant: most nodes share one)."""
         if not self.pending and not extended:
             return None
-        key = tuple(extended)
+        key = tuple((r.name, r.device_class_name, r.count) for r in extended)
         if key not in self.allocators:
             claims = [*self.pending, node_claim(cycle.pod.pod, extended)] if extended else self.pending
             self.allocators[key] = Allocator(claims, {c.name: c for c in cycle.inventory.all(DeviceClass)},

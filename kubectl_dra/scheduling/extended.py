@@ -92,22 +92,8 @@ def find_extended_claim(pod: Pod, claims: Iterable[ResourceClaim]) -> ResourceCl
     return None
 
 
-@dataclass(frozen=True)
-class RequestMapping:
-    """``v1.ContainerExtendedResourceRequest``: which request serves a container's resource."""
-
-    container_name: str
-    resource_name: str
-    request_name: str
-
-
-@dataclass(frozen=True)
-class ExtendedRequest:
-    """One ExactCount request of the scheduler's claim."""
-
-    name: str
-    device_class_name: str
-    count: int
+# the claim's requests and mappings are the document's own views (kubectl_dra/allocation/document.py)
+ExtendedRequest, RequestMapping = ExtendedRequestView, ExtendedMappingView
 
 
 @dataclass
@@ -202,12 +188,13 @@ def _container_request(index: int, container: Container, name: str, class_name: 
         if request is None:
             continue
         covered += request.count
-        mappings.append(RequestMapping(container.name, name, request.name))
+        mappings.append(RequestMapping(container_name=container.name, resource_name=name, request_name=request.name))
         if covered >= wanted:
             return None, mappings
     ridx = sorted(container.resources.requests).index(name)
-    request = ExtendedRequest(f"container-{index}-request-{ridx}", class_name, wanted - covered)
-    mappings.append(RequestMapping(container.name, name, request.name))
+    request = ExtendedRequest(name=f"container-{index}-request-{ridx}", device_class_name=class_name,
+                              count=wanted - covered)
+    mappings.append(RequestMapping(container_name=container.name, resource_name=name, request_name=request.name))
     return request, mappings
 
 
@@ -244,7 +231,8 @@ def requests_and_mappings(pod: Pod, via_dra: dict[str, int], resolver: dict[str,
             short_mappings += made
         if largest is not None and len(short_names) > 1:
             short_names.discard(largest.name)
-            short_mappings = [RequestMapping(m.container_name, m.resource_name, largest.name)
+            short_mappings = [RequestMapping(container_name=m.container_name, resource_name=m.resource_name,
+                                             request_name=largest.name)
                               if m.request_name in short_names else m for m in short_mappings]
         if largest is not None:
             requests.append(largest)
@@ -292,10 +280,7 @@ def claim_view(demand: ExtendedDemand, nodes: Iterable[Node]) -> ExtendedClaimVi
     advertise = sorted(n.name for n in nodes if any(node_scalars(n).get(name, 0) > 0 for name in provided))
     return ExtendedClaimView(
         resources={n: demand.scalars[n] for n in sorted(provided)}, classes={n: k.name for n, k in sorted(provided.items())},
-        requests=[ExtendedRequestView(name=r.name, device_class_name=r.device_class_name, count=r.count)
-                  for r in requests],
-        mappings=[ExtendedMappingView(container_name=m.container_name, resource_name=m.resource_name,
-                                      request_name=m.request_name) for m in mappings],
+        requests=requests, mappings=mappings,
         device_plugin_nodes=advertise, existing_claim=demand.existing.name if demand.existing is not None else None)
 
 
