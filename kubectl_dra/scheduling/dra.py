@@ -29,6 +29,7 @@ from kubectl_dra.scheduling.extended import (SPECIAL_NAME, ExtendedDemand, Exten
 from kubectl_dra.scheduling.fit import fits_resources, insufficient_status
 from kubectl_dra.scheduling.framework import Cycle, Evidence, NodeInfo, Plugin, PreFilterResult, Status
 from kubectl_dra.scheduling.resources import to_resource
+from kubectl_dra.taints.rules import RuleTaints
 
 # the scheduler's words (dynamicresources.go, nodeallocatabledynamicresources.go at v1.37.2)
 NOT_AVAILABLE = "resourceclaim not available on the node"
@@ -52,7 +53,7 @@ class _State:
     demand: ExtendedDemand | None = None  # extended resources a DeviceClass provides
     allocated_state: AllocatedState | None = None
     bound: SearchBound | None = None
-    rule_taints: object = None
+    rule_taints: RuleTaints | None = None
     index: tuple = ()
     allocators: dict[tuple, Allocator] = field(default_factory=dict)  # the extended claim's requests -> allocator
     outcomes: dict[str, object] = field(default_factory=dict)  # node -> NodeOutcome (for explain's allocation)
@@ -146,8 +147,7 @@ class DynamicResources(Plugin):
         allocator = state.allocator_for(cycle, extended.requests if extended is not None else [])
         if allocator is not None:
             by_node, shared, by_pool = state.index
-            outcome = allocator.allocate(node.node, gather(node.node, [*by_node.get(node.name, ()), *shared],
-                                                                 by_pool))
+            outcome = allocator.allocate(node.node, gather(node.node, [*by_node.get(node.name, ()), *shared], by_pool))
             state.outcomes[node.name] = outcome
             if outcome.undetermined:  # a stopped search (timing) says itself why; anything else cannot be reproduced
                 why = outcome.undetermined if outcome.timing else \
