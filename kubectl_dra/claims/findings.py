@@ -11,7 +11,7 @@ from kubectl_dra.model.pod import Pod
 from kubectl_dra.model.claim import RESERVED_FOR_MAX, ResourceClaim
 from kubectl_dra.model.node import Node
 from kubectl_dra.model.resource import DeviceClass
-from kubectl_dra.scheduling.extended import ANNOTATION as EXTENDED_ANNOTATION, class_resolver
+from kubectl_dra.scheduling.extended import class_resolver, is_extended_claim
 from kubectl_dra.text import plural
 
 DELETE_PROTECTION = "resource.kubernetes.io/delete-protection"
@@ -153,7 +153,7 @@ def claim_findings(claim: ResourceClaim, devices: list[DeviceView], reservations
 def extended_findings(claim: ResourceClaim, inventory: Inventory) -> list[Finding]:
     """For a claim the scheduler made for a pod's extended resources (KEP-5004): its class is gone,
     another class names the same resource, or its node now advertises the resource itself."""
-    if claim.metadata.annotations.get(EXTENDED_ANNOTATION) != "true" or "DeviceClass" not in inventory.read_kinds:
+    if not is_extended_claim(claim) or "DeviceClass" not in inventory.read_kinds:
         return []
     found = []
     ref = f"resourceclaim/{claim.namespace}/{claim.name}"

@@ -28,6 +28,7 @@ from kubectl_dra.printers.claim_tree import claim_tree
 from kubectl_dra.printers.options import OutputOptions
 from kubectl_dra.printers.output import emit
 from kubectl_dra.printers.style import Style
+from kubectl_dra.scheduling.extended import is_extended_claim
 
 
 def run(env: Environment, *, kube: KubeOptions, output: OutputOptions, pod_name: str | None, only_node: str | None,
@@ -74,7 +75,7 @@ def _requests(claim: ResourceClaim, namespace: str) -> list[ReadRequest]:
             if model.KIND == "Deployment":
                 requests.append(ReadRequest(ReplicaSet, namespace, required=False))
     # a claim the scheduler made for extended resources: does its node advertise them too?
-    if claim.metadata.annotations.get("resource.kubernetes.io/extended-resource-claim") == "true" and claim.node_name:
+    if is_extended_claim(claim) and claim.node_name:
         requests.append(ReadRequest(Node, field_selector=f"metadata.name={claim.node_name}", required=False,
                                     keep_raw=False))
     # the node's view, when an agent reports on the claim's node

@@ -124,7 +124,7 @@ def _why_pending(opened: Opened, pod: Pod, inventory: Inventory, result: PodExpl
     # start-up: pending - the scheduler's filters and the allocator load only for a pod not bound to a node
     from kubectl_dra.allocation.explain import allocation_findings, explain_allocation, pod_claims, wants_proposals
     from kubectl_dra.scheduling.explain import pod_scheduling
-    from kubectl_dra.scheduling.extended import claim_view, claims_on, extended_demand
+    from kubectl_dra.scheduling.extended import claim_view, claims_on, pod_demand
     from kubectl_dra.scheduling.profile import default_profile
     from kubectl_dra.scheduling.reads import scheduling_reads
 
@@ -133,7 +133,7 @@ def _why_pending(opened: Opened, pod: Pod, inventory: Inventory, result: PodExpl
     inventory.add(pod)  # the pod as fetched first (a later list may hold an older copy)
     result.scheduling, unschedulable = pod_scheduling(pod, inventory, profile, only_node)
     result.findings[:0] = unschedulable
-    demand = extended_demand(pod, inventory.all(DeviceClass), inventory.all(ResourceClaim)) \
+    demand = pod_demand(pod, inventory) \
         if "DeviceClass" in inventory.read_kinds and "ResourceSlice" in inventory.read_kinds else None
     if not pod.spec.resource_claims and (demand is None or demand.undecided):
         return

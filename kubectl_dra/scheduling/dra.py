@@ -24,7 +24,7 @@ from kubectl_dra.allocation.state import AllocatedState
 from kubectl_dra.model.claim import ResourceClaim, is_reserved_for_pod
 from kubectl_dra.model.resource import DeviceClass, ResourceSlice
 from kubectl_dra.pools.slices import slice_device
-from kubectl_dra.scheduling.extended import (SPECIAL_NAME, ExtendedDemand, ExtendedRequest, extended_demand,
+from kubectl_dra.scheduling.extended import (SPECIAL_NAME, ExtendedDemand, ExtendedRequest, pod_demand,
                                              is_dra_extended_resource_name, node_claim, on_node)
 from kubectl_dra.scheduling.fit import fits_resources, insufficient_status
 from kubectl_dra.scheduling.framework import Cycle, Evidence, NodeInfo, Plugin, PreFilterResult, Status
@@ -192,7 +192,7 @@ def _extended(cycle: Cycle) -> tuple[ExtendedDemand | None, str | None]:
     if "DeviceClass" not in inventory.read_kinds and not inventory.all(DeviceClass):
         return None, (f"whether a DeviceClass provides {asks[0]} through DRA is unknown: DeviceClasses were not "
                       "read")
-    demand = extended_demand(pod, inventory.all(DeviceClass), inventory.all(ResourceClaim))
+    demand = pod_demand(pod, inventory)
     if demand is None:
         return None, None
     if demand.undecided:

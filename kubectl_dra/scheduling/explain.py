@@ -18,7 +18,7 @@ from kubectl_dra.scheduling.cycle import Attempt, NodeVerdict, run
 from kubectl_dra.scheduling.framework import Cycle, NodeInfo, PodInfo
 from kubectl_dra.scheduling.profile import DEFAULT_SCHEDULER, Profile, default_profile
 from kubectl_dra.scheduling.document import NodeScheduling, NotEvaluated, PluginReasons, Scheduling
-from kubectl_dra.scheduling.extended import bind_errors, extended_demand
+from kubectl_dra.scheduling.extended import bind_errors, pod_demand
 
 PREEMPTION = ("preemption is not evaluated: when the pod has a priority above pods on a node, the scheduler may "
               "evict them to make room (its message then goes on after \" preemption:\")")
@@ -96,7 +96,7 @@ def _bind_errors(result: Scheduling, pod: Pod, inventory: Inventory) -> None:
     claims of the pod's own, on a node serving them from its allocatable)."""
     if not result.feasible_nodes or not pod.spec.resource_claims or "DeviceClass" not in inventory.read_kinds:
         return
-    demand = extended_demand(pod, inventory.all(DeviceClass), inventory.all(ResourceClaim))
+    demand = pod_demand(pod, inventory)
     feasible = [n for name in result.feasible_nodes if (n := inventory.get(Node, None, name)) is not None]
     result.bind_errors = bind_errors(pod, demand, feasible)
 

@@ -20,6 +20,7 @@ from typing import Callable, Iterable
 from kubectl_dra.allocation.document import ExtendedClaimView, ExtendedMappingView, ExtendedRequestView
 
 from kubectl_dra.model.claim import ResourceClaim
+from kubectl_dra.model.inventory import Inventory
 from kubectl_dra.model.node import Node
 from kubectl_dra.model.pod import Container, Pod
 from kubectl_dra.model.resource import DeviceClass
@@ -80,11 +81,16 @@ def class_resolver(classes: Iterable[DeviceClass]) -> dict[str, DeviceClass | No
     return mapped
 
 
+def is_extended_claim(claim: ResourceClaim) -> bool:
+    """Made by the scheduler for a pod's extended resources (the annotation it sets)."""
+    return claim.metadata.annotations.get(ANNOTATION) == "true"
+
+
 def find_extended_claim(pod: Pod, claims: Iterable[ResourceClaim]) -> ResourceClaim | None:
     """``findExtendedResourceClaim``: the claim annotated as the pod's extended-resource claim and
     controlled by the pod (name and uid)."""
     for claim in claims:
-        if claim.metadata.annotations.get(ANNOTATION) != "true":
+        if not is_extended_claim(claim):
             continue
         for ref in claim.metadata.owner_references:
             if ref.name == pod.name and ref.uid == pod.uid and ref.controller:
@@ -127,6 +133,14 @@ def extended_demand(pod: Pod, classes: Iterable[DeviceClass], claims: Iterable[R
         return None
     demand.existing = find_extended_claim(pod, claims)
     return demand
+
+
+def pod_demand(pod: Pod, inventory: Inventory) -> ExtendedDemand | None:
+    """:func:`extended_demand` over the inventory, computed once for the pod however many steps ask
+    (the filters, the bind check, the allocation); the earlier claim is looked for among the
+    claims the pod controls."""
+    return inventory.index(f"extended:{pod.namespace}/{pod.name}/{pod.uid}", lambda: extended_demand(
+        pod, inventory.all(DeviceClass), inventory.controlled_by("ResourceClaim").get(pod.uid, [])))
 
 
 @dataclass
