@@ -71,3 +71,7 @@ class Scheduling(Part):
     # feasible nodes where binding fails after the filters (PreBind's error there)
     bind_errors: dict[str, str] = Field(default_factory=dict)
     next_step: str | None = None
+
+    def binds_nowhere(self) -> bool:
+        """The filters let the pod through, but binding fails on every node they let it through to."""
+        return bool(self.feasible_nodes) and set(self.feasible_nodes) <= set(self.bind_errors)

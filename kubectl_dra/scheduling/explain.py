@@ -198,7 +198,7 @@ def next_step(result: Scheduling) -> str | None:
                 f"fail with \"{result.possible_error}\" and retry the pod with backoff: make the claims' search "
                 "shorter (fewer devices per request, narrower selectors, a request that can be met) or raise "
                 "filterTimeout")
-    if result.feasible_nodes and set(result.feasible_nodes) <= set(result.bind_errors):
+    if result.binds_nowhere():
         return ("every node the filters let through fails when the scheduler binds the pod there: the pod has "
                 "claims of its own and the node serves its extended resources from its allocatable (kube-scheduler "
                 "v1.37.2 then writes no request mappings); drop the extended resource from the pod (ask for the "
@@ -231,8 +231,7 @@ def next_step(result: Scheduling) -> str | None:
 def unschedulable_finding(pod: Pod, scheduling: Scheduling) -> Finding | None:
     """``Unschedulable``: the scheduler cannot place the pod now, with its message; ``BindFails``:
     the filters let it through, but binding fails on every such node."""
-    if scheduling.message is None and scheduling.feasible_nodes and \
-            set(scheduling.feasible_nodes) <= set(scheduling.bind_errors):
+    if scheduling.message is None and scheduling.binds_nowhere():
         error = scheduling.bind_errors[scheduling.feasible_nodes[0]]
         return Finding(code="BindFails", severity="error", object=f"pod/{pod.namespace}/{pod.name}",
                        message=f"the scheduler places the pod, then fails to bind it on every node it can go to "
