@@ -73,7 +73,7 @@ class Agent:
     # -- the pieces a test drives one at a time --------------------------------------------
 
     def connect(self) -> None:
-        opened = open_source(self.kube)
+        opened = open_source(self.kube, http2=True)  # one connection for every watch, as a kubelet
         for notice in opened.notices:
             self.env.error(notice)
         self.source = opened.source

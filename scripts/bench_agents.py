@@ -193,25 +193,11 @@ def node_name(i: int) -> str:
 
 
 def node_objects(i: int, pods_per_node: int) -> list[dict]:
-    """A Ready Node, its pods (one container each, running, with a container ID) and one allocated
-    claim per pod, reserved for it: what a DRA GPU node holds."""
-    from builders import claim, pod, reserved_pod
-    from clusterobjects import ready_node
+    """A Ready Node, its pods and one allocated claim per pod, reserved for it: what a DRA GPU
+    node holds (tests/cluster/gpunode.py)."""
+    from gpunode import gpu_node_objects
 
-    node = node_name(i)
-    objects = [ready_node(node, declaredFeatures=["DRANodeAllocatableResources"])]
-    for j in range(pods_per_node):
-        p = pod(f"{node}-p{j}", NAMESPACE, node=node, claims={"gpu": f"{node}-c{j}"}, labels={"bench-node": node})
-        container = p["spec"]["containers"][0]
-        container["resources"].update({"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "2", "memory": "2Gi"}})
-        cid = (p["metadata"]["uid"].replace("-", "") * 2)[:64]
-        p["status"]["containerStatuses"] = [{"name": "main", "containerID": f"containerd://{cid}", "ready": True,
-                                             "restartCount": 0, "image": "registry.example/app:1", "imageID": "",
-                                             "state": {"running": {"startedAt": "2026-11-20T08:00:00Z"}}}]
-        objects.append(p)
-        objects.append(claim(f"{node}-c{j}", NAMESPACE, devices=[("gpu.example.com", node, f"gpu-{j}")], node=node,
-                             reserved_for=[reserved_pod(p)], labels={"bench-node": node}))
-    return objects
+    return gpu_node_objects(node_name(i), NAMESPACE, pods_per_node)
 
 
 class Fleet:
@@ -243,21 +229,10 @@ class Fleet:
 
     def write_node_files(self, i: int) -> None:
         """The node's cgroup tree and DRA checkpoint for its pods and claims as the API holds them."""
-        import shutil
-
-        from cgroup_tree import build_tree
-        from kubelet_files import claim_state, write_checkpoint
-
-        from kubectl_dra.cgroups.options import NodeOptions
-        from kubectl_dra.model.registry import parse_object
+        from gpunode import write_node_files
 
         node = node_name(i)
-        pods = self._pods(node)
-        root = self.root(i)
-        shutil.rmtree(root / "fs", ignore_errors=True)
-        build_tree(root, [parse_object({"apiVersion": "v1", "kind": "Pod", **p}) for p in pods], NodeOptions())
-        states = [claim_state(c, [r["uid"] for r in c["status"].get("reservedFor", [])]) for c in self._claims(node)]
-        write_checkpoint(root / "kubelet", states)
+        write_node_files(self.root(i), self._pods(node), self._claims(node))
 
     def churn_one(self, i: int, generation: int) -> None:
         """Pod 0 of node i deleted and created again (a new UID), its claim reserved for the new pod,

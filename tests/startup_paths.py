@@ -62,7 +62,7 @@ PATHS = {p.name: p for p in (
         (("kubectl-dra", "claims", "-A"),),
         ("kubectl_dra.model.pod", "kubectl_dra.model.karpenter", "kubectl_dra.model.workloads",
          "kubectl_dra.model.storage", "kubectl_dra.model.resource", "kubectl_dra.claims.explain",
-         "kubectl_dra.printers.claim_tree", "kubectl_dra.allocation"),
+         "kubectl_dra.printers.claim_tree", "kubectl_dra.allocation", "pycurl", "kubectl_dra.kube.http2"),
         "import kubectl_dra.commands.claims",
         "from kubectl_dra.model.registry import models; models(); import kubectl_dra.claims.explain",
         live=True),

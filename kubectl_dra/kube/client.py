@@ -13,7 +13,7 @@ from __future__ import annotations
 import email.utils
 import threading
 import time
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from kubectl_dra.decoding import TooDeep, json_value
 from kubectl_dra.errors import ApiError
@@ -59,6 +59,25 @@ def status_message(status: int, body: bytes, fallback: str) -> str:
     except ValueError:
         pass
     return fallback or f"HTTP {status}"
+
+
+class NoAnswer(Exception):
+    """A request that got no HTTP answer; ``reason`` is what the transport said."""
+
+    def __init__(self, reason: object):
+        super().__init__(str(reason))
+        self.reason = reason
+
+
+def json_lines(chunks: Iterator[bytes]) -> Iterator[Any]:
+    """A watch body's events: one JSON document a line, whatever the chunking."""
+    buffer = b""
+    for chunk in chunks:
+        buffer += chunk
+        while b"\n" in buffer:
+            line, buffer = buffer.split(b"\n", 1)
+            if line.strip():
+                yield json_value(line)
 
 
 class Session:
@@ -111,9 +130,6 @@ class Session:
     def exchange(self, method: str, path: str, query: Sequence[tuple[str, str]] = (), body: Any = None,
                  content_type: str = "application/json") -> bytes:
         """One request and its retries; the body of a successful answer, else :class:`ApiError`."""
-        # start-up: offline
-        import urllib3
-
         headers = {"Accept": "application/json", **self.headers}
         if body is not None:
             headers["Content-Type"] = content_type
@@ -128,28 +144,21 @@ class Session:
             timeout = self.timeout if left is None else (
                 (min(self.timeout[0], left), min(self.timeout[1], left)) if isinstance(self.timeout, tuple) else left)
             try:
-                response = self.api_client.call_api(method, url, header_params=header_params, body=serialized,
-                                                    _request_timeout=timeout)
-                data = self._read(response, deadline, method, path)
-            except urllib3.exceptions.MaxRetryError as exc:
+                status, reason_text, answer_headers, data = self._attempt(
+                    method, url, header_params, serialized, timeout, deadline, path)
+            except NoAnswer as exc:
                 reason: object = exc.reason
-            except (urllib3.exceptions.HTTPError, OSError) as exc:
-                reason = exc
-            except Exception as exc:  # the client wraps TLS failures in ApiException(status=0)
-                if getattr(exc, "status", None) != 0:
-                    raise
-                reason = getattr(exc, "reason", exc)
             else:
-                if response.status not in RETRY_STATUSES or method != "GET" or retries["status"] >= STATUS_RETRIES:
+                if status not in RETRY_STATUSES or method != "GET" or retries["status"] >= STATUS_RETRIES:
                     break
-                asked = retry_after(response.headers.get("Retry-After"), time.time())
+                asked = retry_after(answer_headers.get("Retry-After"), time.time())
                 if self._wait(asked if asked is not None else BACKOFF * 2 ** retries["status"], deadline):
                     retries["status"] += 1
                     continue
                 if asked is not None and deadline is not None:
-                    raise ApiError(f"{status_message(response.status, data, response.reason)} (HTTP "
-                                   f"{response.status}); the API server asked to retry after {asked:g}s, past "
-                                   "--request-timeout", status=response.status)
+                    raise ApiError(f"{status_message(status, data, reason_text)} (HTTP "
+                                   f"{status}); the API server asked to retry after {asked:g}s, past "
+                                   "--request-timeout", status=status)
                 break
             refused = "refused" in str(reason).lower()  # nothing was sent: safe to try again
             if method == "GET" and refused and not _is_tls(reason) and retries["connect"] < CONNECT_RETRIES \
@@ -157,17 +166,40 @@ class Session:
                 retries["connect"] += 1
                 continue
             raise ApiError(self._unreachable(reason)) from None
-        if response.status == 401:
+        if status == 401:
             raise ApiError(f"the API server at {self.server} refused {self.credential}: "
-                           f"{status_message(response.status, data, response.reason)} (HTTP 401)", status=401)
-        if response.status in (403, 404):  # the caller says which kind could not be read
-            raise ApiError(status_message(response.status, data, response.reason), status=response.status)
-        if response.status >= 400:
+                           f"{status_message(status, data, reason_text)} (HTTP 401)", status=401)
+        if status in (403, 404):  # the caller says which kind could not be read
+            raise ApiError(status_message(status, data, reason_text), status=status)
+        if status >= 400:
             tries = f", after {retries['status']} {'retry' if retries['status'] == 1 else 'retries'}" \
                 if retries["status"] else ""
-            raise ApiError(f"{status_message(response.status, data, response.reason)} (HTTP {response.status} "
-                           f"{response.reason or ''}".rstrip() + f" from {method} {url}{tries})", status=response.status)
+            raise ApiError(f"{status_message(status, data, reason_text)} (HTTP {status} "
+                           f"{reason_text or ''}".rstrip() + f" from {method} {url}{tries})", status=status)
         return data
+
+    def _attempt(self, method: str, url: str, headers: dict, body: Any, timeout, deadline: float | None,
+                 path: str) -> tuple[int, str, Mapping[str, str], bytes]:
+        """Send one request and read its whole answer: (status, reason, headers, body). Raises
+        :class:`NoAnswer` when no answer came (refused, reset, timed out, TLS)."""
+        # start-up: offline
+        import urllib3
+
+        try:
+            response = self.api_client.call_api(method, url, header_params=headers, body=body,
+                                                _request_timeout=timeout)
+            data = self._read(response, deadline, method, path)
+        except urllib3.exceptions.MaxRetryError as exc:
+            raise NoAnswer(exc.reason) from None
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise NoAnswer(exc) from None
+        except ApiError:
+            raise
+        except Exception as exc:  # the client wraps TLS failures in ApiException(status=0)
+            if getattr(exc, "status", None) != 0:
+                raise
+            raise NoAnswer(getattr(exc, "reason", exc)) from None
+        return response.status, response.reason, response.headers, data
 
     def _read(self, response, deadline: float | None, method: str, path: str) -> bytes:
         """The whole answer, within the deadline: a server that sends its headers and then a byte
@@ -230,14 +262,8 @@ class Session:
             if response.status >= 400:
                 raise ApiError(status_message(response.status, response.read(), response.reason),
                                status=response.status)
-            buffer = b""
             try:
-                for chunk in response.stream(4096):
-                    buffer += chunk
-                    while b"\n" in buffer:
-                        line, buffer = buffer.split(b"\n", 1)
-                        if line.strip():
-                            yield json_value(line)
+                yield from json_lines(response.stream(4096))
             except (urllib3.exceptions.HTTPError, OSError, ValueError):
                 return
         finally:

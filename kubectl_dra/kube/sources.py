@@ -20,10 +20,11 @@ class Opened:
     notices: list[str] = field(default_factory=list)  # said once on stderr (e.g. TLS verification off)
 
 
-def open_source(kube: KubeOptions) -> Opened:
+def open_source(kube: KubeOptions, *, http2: bool = False) -> Opened:
     """A snapshot when ``--snapshot`` is given, else the cluster. A snapshot has no current
     namespace: without ``-n`` lists cover every namespace and a NAME is looked up in all of them
-    (the names completion offers), which must then hold it once."""
+    (the names completion offers), which must then hold it once. ``http2``: every request and
+    watch over one connection (the node agent, which keeps its watches open for days)."""
     if kube.snapshot:
         namespace = None if kube.all_namespaces else kube.namespace
         return Opened(SnapshotSource(kube.snapshot), namespace, namespace, live=False)
@@ -34,7 +35,11 @@ def open_source(kube: KubeOptions) -> Opened:
     from kubectl_dra.kube.live import LiveSource
 
     config = load_client_config(kube, environ=os.environ)  # KubeOptions are kubectl's ConfigFlags and more
-    session = Session(config.configuration, request_timeout=config.request_timeout,
+    kind = Session
+    if http2:
+        # start-up: offline
+        from kubectl_dra.kube.http2 import Http2Session as kind
+    session = kind(config.configuration, request_timeout=config.request_timeout,
                       headers=config.impersonate_headers, credential=config.credential)
     namespace = None if kube.all_namespaces else config.namespace
     notices = []
