@@ -15,13 +15,18 @@ is deleted and created again by the admin (whose requests are not counted), its 
 ``reservedFor``, checkpoint and cgroup directory follow, as a kubelet and scheduler would make them.
 
 Counted: requests from the API server's audit log (per agent by user uid; watches are counted
-apart, as opens and as streams open at the window's end); bytes received and sent by the agents
-at the TLS socket of this process (decrypted HTTP: headers and bodies, threads of the bench
-itself excluded); the API server's CPU (/proc/<pid>/stat utime+stime) with agents minus the
-baseline window of the same kind, per agent. Usage:
+apart, as opens and as streams open at the window's end, beside the re-opens the watch timeout
+predicts); bytes received and sent by the agents (decoded HTTP, headers and bodies: libcurl's own
+count for the agent's HTTP/2 session, the TLS sockets of this process for an agent on the
+official client, threads of the bench itself excluded); the API server's CPU (/proc/<pid>/stat
+utime+stime) with agents minus the baseline window of the same kind, per agent; at each window's
+end the TCP connections the API server has accepted on its port and this process's connections
+to it, and the API server's resident memory, with agents minus without, per agent. The windows
+with agents last 10 minutes by default, so the 5-10 minute re-opens of the watches fall inside.
+Usage:
 
-    scripts/bench_agents.py [--agents 50] [--minutes 2] [--pods-per-node 4] [--settle 20]
-                            [--agent-tree PATH] [--json]
+    scripts/bench_agents.py [--agents 50] [--minutes 10] [--baseline-minutes 2] [--pods-per-node 4]
+                            [--settle 20] [--agent-tree PATH] [--json]
 """
 
 from __future__ import annotations
@@ -88,6 +93,36 @@ def apiserver_cores(cpu_ms_per_agent_minute: float, nodes: int) -> float:
     return cpu_ms_per_agent_minute * nodes / 60_000
 
 
+def per_agent(with_agents: float, baseline: float, agents: int) -> float:
+    """What one agent adds to a level the server holds (open connections, resident memory): the
+    level with agents minus the level without, shared by the agents."""
+    if agents <= 0:
+        raise ValueError("agents must be positive")
+    return (with_agents - baseline) / agents
+
+
+def watch_opens_per_minute(watches: float, stream_seconds: float = 300.0) -> float:
+    """Watch opens a minute that ``watches`` open watches cost in the steady state: each stream
+    asks for a timeout drawn uniformly from [T, 2T) (client-go's reflector, and the agent's
+    ``--watch-timeout`` T), then is opened again, so one watch opens 60 / 1.5T times a minute."""
+    if stream_seconds <= 0:
+        raise ValueError("stream_seconds must be positive")
+    return watches * 60 / (1.5 * stream_seconds)
+
+
+def at_scale(per_node: dict, nodes: int) -> dict:
+    """Per-node figures (connections, watches, watch opens and bytes a minute, API server memory
+    and CPU) at ``nodes`` nodes, beside the kubelets' one connection each: connections and watches
+    held; opens, requests and bytes a second; GiB and cores of the API server."""
+    return {"nodes": nodes,
+            "connections": per_node["connections"] * nodes, "kubelet_connections": nodes,
+            "watches": per_node["watches"] * nodes,
+            "watch_opens_per_s": per_node["watch_opens_per_min"] * nodes / 60,
+            "bytes_per_s": per_node["bytes_per_min"] * nodes / 60,
+            "apiserver_gib": per_node["apiserver_mib"] * nodes / 1024,
+            "apiserver_cores": apiserver_cores(per_node["apiserver_cpu_ms"], nodes)}
+
+
 def _when(stamp: str) -> float:
     return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
 
@@ -140,6 +175,29 @@ def _cpu_seconds(pid: int) -> float:
     return times.user + times.system
 
 
+def established(pid: int, port: int) -> int:
+    """The process's established TCP connections on ``port`` (its own listening port: accepted
+    ones; a remote port: made ones)."""
+    count = 0
+    for c in psutil.Process(pid).net_connections(kind="tcp"):
+        if c.status == psutil.CONN_ESTABLISHED and (c.laddr and c.laddr.port == port or c.raddr and c.raddr.port == port):
+            count += 1
+    return count
+
+
+def levels(plane) -> dict:
+    """What the API server holds now: connections accepted on its port, its resident memory, and
+    this process's connections to it (the agents'; the admin's requests close theirs)."""
+    import os
+
+    pid = next(p.popen.pid for p in plane.processes if p.name == "kube-apiserver")
+    port = int(plane.url.rsplit(":", 1)[1])
+    accepted = sum(1 for c in psutil.Process(pid).net_connections(kind="tcp")
+                   if c.status == psutil.CONN_ESTABLISHED and c.laddr and c.laddr.port == port)
+    return {"server_connections": accepted, "apiserver_rss_mib": psutil.Process(pid).memory_info().rss / 2**20,
+            "client_connections": established(os.getpid(), port)}
+
+
 class ByteMeter:
     """Decrypted bytes through every TLS socket of this process, except in the bench's own threads
     (the admin's churn, the set-up): what the agents receive and send, HTTP headers included."""
@@ -149,6 +207,7 @@ class ByteMeter:
         import threading
 
         self.received = self.sent = 0
+        self.sessions: list = []  # the agents' sessions that count their own bytes
         self.excluded: set[int] = set()
         self._lock = threading.Lock()
         meter, recv_into, recv, send = self, ssl.SSLSocket.recv_into, ssl.SSLSocket.recv, ssl.SSLSocket.send
@@ -184,8 +243,14 @@ class ByteMeter:
         self.excluded.add(threading.get_ident())
 
     def snapshot(self) -> tuple[int, int]:
+        """The TLS sockets' bytes, plus what the agents' libcurl sessions counted (libcurl's own
+        OpenSSL is out of this meter's reach): decoded bytes, headers included."""
         with self._lock:
-            return self.received, self.sent
+            received, sent = self.received, self.sent
+        for session in self.sessions:
+            received += getattr(session, "received", 0)
+            sent += getattr(session, "sent", 0)
+        return received, sent
 
 
 def node_name(i: int) -> str:
@@ -287,6 +352,7 @@ def window(plane, fleet, meter, minutes: float, churn: bool) -> dict:
                                daemon=True) if churn else None
     cpu0 = {k: _cpu_seconds(pids[k]) for k in ("kube-apiserver", "etcd")}
     bytes0 = meter.snapshot()
+    level0 = levels(plane)
     self0 = resource.getrusage(resource.RUSAGE_SELF)
     start = time.time()
     if churner:
@@ -299,11 +365,12 @@ def window(plane, fleet, meter, minutes: float, churn: bool) -> dict:
     self1 = resource.getrusage(resource.RUSAGE_SELF)
     bytes1 = meter.snapshot()
     cpu1 = {k: _cpu_seconds(pids[k]) for k in ("kube-apiserver", "etcd")}
-    return {"start": start, "end": end, "minutes": (end - start) / 60,
+    return {"start": start, "end": end, "minutes": (end - start) / 60, **levels(plane),
             "cpu": {k: cpu1[k] - cpu0[k] for k in cpu0},
             "received": bytes1[0] - bytes0[0], "sent": bytes1[1] - bytes0[1],
             "bench_cpu": (self1.ru_utime + self1.ru_stime) - (self0.ru_utime + self0.ru_stime),
-            "churned": churned[0] if churned else 0}
+            "churned": churned[0] if churned else 0,
+            "rss_start_mib": level0["apiserver_rss_mib"]}
 
 
 def all_audit_events(plane) -> list[dict]:
@@ -314,14 +381,16 @@ def all_audit_events(plane) -> list[dict]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--agents", type=int, default=50, help="node agents (and nodes) at once, in this process")
-    parser.add_argument("--minutes", type=float, default=2.0, help="length of each of the four windows")
+    parser.add_argument("--minutes", type=float, default=10.0,
+                        help="length of each window with agents (at least 10 to see the 5-10 minute re-opens of watches)")
+    parser.add_argument("--baseline-minutes", type=float, default=2.0, help="length of each window without agents")
     parser.add_argument("--pods-per-node", type=int, default=4, help="pods per node, each with its own claim")
     parser.add_argument("--settle", type=float, default=20.0, help="seconds after the agents start, before measuring")
     parser.add_argument("--agent-tree", help="a checkout whose kubectl_dra/ and node_agent/ are measured")
     parser.add_argument("--json", action="store_true", help="only the JSON line (it is always printed last)")
     args = parser.parse_args(argv)
-    if args.agents < 1 or args.minutes <= 0 or args.pods_per_node < 1:
-        parser.error("--agents and --pods-per-node must be at least 1, --minutes positive")
+    if args.agents < 1 or args.minutes <= 0 or args.baseline_minutes <= 0 or args.pods_per_node < 1:
+        parser.error("--agents and --pods-per-node must be at least 1, --minutes and --baseline-minutes positive")
     tree = Path(args.agent_tree).resolve() if args.agent_tree else ROOT
     if not (tree / "node_agent" / "service.py").is_file():
         parser.error(f"--agent-tree {tree}: no node_agent/service.py there")
@@ -357,8 +426,8 @@ def main(argv: list[str] | None = None) -> int:
             fleet.load()
             say(f"agents at scale: {args.agents} agents from {tree}, {args.pods_per_node} pods and claims per node, "
                 f"windows of {args.minutes:g} min (set-up {time.monotonic() - began:.0f} s)")
-            base_idle = window(plane, fleet, meter, args.minutes, churn=False)
-            base_churn = window(plane, fleet, meter, args.minutes, churn=True)
+            base_idle = window(plane, fleet, meter, args.baseline_minutes, churn=False)
+            base_churn = window(plane, fleet, meter, args.baseline_minutes, churn=True)
             agents, errors = [], []
             for i, (token, *_rest) in enumerate(tokens):
                 kubeconfig = plane.kubeconfig(work / f"agent-{i}.kubeconfig", token=token, user=f"agent-{i}")
@@ -371,6 +440,7 @@ def main(argv: list[str] | None = None) -> int:
                                     KubeOptions(kubeconfig=str(kubeconfig)), env=Environment(err=err)))
             for agent in agents:
                 agent.start()
+            meter.sessions = [a.session for a in agents if hasattr(getattr(a, "session", None), "received")]
             time.sleep(args.settle)
             reported = sum(a.report is not None for a in agents)
             summaries = [a.report.status.summary for a in agents if a.report is not None]
@@ -382,6 +452,8 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             plane.stop()
     result = {"agents": args.agents, "pods_per_node": args.pods_per_node, "minutes": args.minutes,
+              "baseline_minutes": args.baseline_minutes, "libcurl_sessions": len(meter.sessions),
+              "watch_timeout_s": getattr(agents[0].config, "watch_timeout", 300.0),
               "agent_tree": str(tree), "reported": reported,
               "matched_pods": sum(s.matched for s in summaries), "pods": sum(s.pods for s in summaries),
               "agent_stderr_lines": sum(len(e.getvalue().splitlines()) for e in errors),
@@ -402,9 +474,20 @@ def main(argv: list[str] | None = None) -> int:
                                                        baseline["cpu"]["etcd"], baseline["minutes"], args.agents), 2),
             "agent_cpu_ms": round(1000 * measured["bench_cpu"] / n_min, 2),
             "churned_pods": measured["churned"], "baseline_churned_pods": baseline["churned"],
+            "connections": round(per_agent(measured["server_connections"], baseline["server_connections"], args.agents), 3),
+            "client_connections": round(measured["client_connections"] / args.agents, 3),
+            "apiserver_mib": round(per_agent(measured["apiserver_rss_mib"], baseline["apiserver_rss_mib"], args.agents), 3),
+            "server_connections": measured["server_connections"], "baseline_server_connections": baseline["server_connections"],
+            "apiserver_rss_mib": round(measured["apiserver_rss_mib"]), "baseline_apiserver_rss_mib": round(baseline["apiserver_rss_mib"]),
             "at": {str(n): {k: round(v, 3) for k, v in extrapolate(counts["requests"], n).items()} for n in CLUSTER_SIZES}}
+        r = result[label]
+        r["expected_watch_opens"] = round(watch_opens_per_minute(r["watches_open"], result["watch_timeout_s"]), 3)
+        per_node = {"connections": r["connections"], "watches": r["watches_open"], "watch_opens_per_min": r["watch_opens"],
+                    "bytes_per_min": r["received_bytes"] + r["sent_bytes"], "apiserver_mib": r["apiserver_mib"],
+                    "apiserver_cpu_ms": r["apiserver_cpu_ms"]}
         for n in CLUSTER_SIZES:
-            result[label]["at"][str(n)]["apiserver_cores"] = round(apiserver_cores(result[label]["apiserver_cpu_ms"], n), 2)
+            r["at"][str(n)]["apiserver_cores"] = round(apiserver_cores(r["apiserver_cpu_ms"], n), 2)
+            r["at"][str(n)]["held"] = {k: round(v, 2) for k, v in at_scale(per_node, n).items()}
     say(table(result))
     print(json.dumps(result, sort_keys=True))
     return 0
@@ -420,14 +503,27 @@ def table(r: dict) -> str:
             ("watch opens", "watch_opens", "{:.2f}"), ("watches open (per node)", "watches_open", "{:.2f}"),
             ("bytes received", "received_bytes", "{:,}"), ("bytes sent", "sent_bytes", "{:,}"),
             ("apiserver CPU ms", "apiserver_cpu_ms", "{:.1f}"), ("etcd CPU ms", "etcd_cpu_ms", "{:.1f}"),
+            ("connections (server side)", "connections", "{:.2f}"), ("connections (agent side)", "client_connections", "{:.2f}"),
+            ("apiserver MiB (RSS)", "apiserver_mib", "{:.2f}"), ("watch opens (model)", "expected_watch_opens", "{:.2f}"),
             ("agent CPU ms (Python)", "agent_cpu_ms", "{:.1f}"))
     for label, key, form in rows:
         lines.append(f"  {label:<24}{form.format(r['idle'][key]):>8}  {form.format(r['churn'][key]):>8}")
     if r["idle"]["watch_opens"] == 0 and r["churn"]["watch_opens"] == 0:
         lines.append("  no watch was re-opened in a window: a window shorter than the agent's watch timeout cannot see "
                      "re-opens (a --minutes past it shows them)")
+    lines.append(f"  levels at the window's end: server connections {r['idle']['server_connections']} "
+                 f"(baseline {r['idle']['baseline_server_connections']}), API server RSS {r['idle']['apiserver_rss_mib']} MiB "
+                 f"(baseline {r['idle']['baseline_apiserver_rss_mib']}); {r['libcurl_sessions']} agents on libcurl (HTTP/2)")
+    lines.append("  at scale, idle: connections (agents / kubelets), watches held, watch opens/s, bytes/s, "
+                 "API server GiB and cores for the agents")
+    for n, x in r["idle"]["at"].items():
+        h = x["held"]
+        lines.append(f"  {int(n):>5}  {h['connections']:>8.0f} / {h['kubelet_connections']:<6}  {h['watches']:>8.0f}  "
+                     f"{h['watch_opens_per_s']:>6.1f}  {h['bytes_per_s'] / 1e6:>6.2f} MB  {h['apiserver_gib']:>6.2f} GiB  "
+                     f"{h['apiserver_cores']:>5.2f}")
     lines.append(f"  churned pods in the window: {r['churn']['churned_pods']} (baseline {r['churn']['baseline_churned_pods']})")
-    lines.append("  bytes: decrypted TLS bytes of the agents' sockets in this process, HTTP headers included; CPU: "
+    lines.append("  bytes: decoded HTTP bytes of the agents (libcurl's count, or the TLS sockets of this process for an agent "
+                 "on the official client), headers included; CPU: "
                  "/proc/<pid>/stat utime+stime, with agents minus the no-agent baseline window of the same kind, / N")
     lines.append(f"  kubelet model: {r['kubelet_per_node_min']:.1f} writes/min/node (6 lease PUTs + 0.2 status PATCHes, "
                  "v1.37.2 defaults); extrapolated requests a second, watches apart:")

@@ -198,8 +198,6 @@ class _Transfer:
         self.opened = threading.Event()  # the headers are in (or the transfer ended first)
         self.done = threading.Event()
         self.error: tuple[int, str] | None = None
-        self.received = 0
-        self.version: str | None = None  # the protocol the answer came in
         c = self.curl = pycurl.Curl()
         c.setopt(pycurl.NOSIGNAL, 1)
         url = session.rewrite(url)
@@ -245,7 +243,7 @@ class _Transfer:
             self.opened.set()
 
     def _write(self, data: bytes) -> None:
-        self.received += len(data)
+        self.session.count(received=len(data))
         if self.items is not None and self.status < 400:
             self.items.put(data)
         else:
@@ -256,12 +254,11 @@ class _Transfer:
         if code is not None:
             self.error = (code, self._reason(code, message))
         try:
-            self.received += self.curl.getinfo(pycurl.HEADER_SIZE)
-            self.sent += self.curl.getinfo(pycurl.REQUEST_SIZE)
-            self.version = _VERSIONS.get(self.curl.getinfo(pycurl.INFO_HTTP_VERSION))
+            self.session.count(received=self.curl.getinfo(pycurl.HEADER_SIZE),
+                               sent=self.sent + self.curl.getinfo(pycurl.REQUEST_SIZE),
+                               version=_VERSIONS.get(self.curl.getinfo(pycurl.INFO_HTTP_VERSION)))
         except pycurl.error:
             pass
-        self.session.count(self)
         try:
             self.curl.close()
         except pycurl.error:
@@ -332,12 +329,14 @@ class Http2Session(Session):
         if c.proxy:
             curl.setopt(pycurl.PROXY, c.proxy)
 
-    def count(self, transfer: _Transfer) -> None:
+    def count(self, received: int = 0, sent: int = 0, version: str | None = None) -> None:
+        """Bytes as they come (a watch's body chunk by chunk; headers and the request when the
+        transfer ends), and the protocol of each answer."""
         with self.lock:
-            self.received += transfer.received
-            self.sent += transfer.sent
-            if transfer.version:
-                self.protocols.add(transfer.version)
+            self.received += received
+            self.sent += sent
+            if version:
+                self.protocols.add(version)
 
     @staticmethod
     def _split(timeout) -> tuple[float | None, float | None]:

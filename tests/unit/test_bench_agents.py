@@ -113,3 +113,38 @@ def test_audit_counts_per_agent_with_watches_apart():
 @pytest.mark.parametrize("ms, nodes, cores", [(20.0, 5000, 20 * 5000 / 60_000), (60.0, 1000, 1.0), (0.0, 5000, 0.0)])
 def test_apiserver_cores_at_a_cluster_size(ms, nodes, cores):
     assert bench.apiserver_cores(ms, nodes) == pytest.approx(cores)
+
+
+@pytest.mark.parametrize("with_agents, baseline, agents, per", [
+    (203, 3, 200, 1.0),  # one connection per agent over HTTP/2
+    (1403, 3, 200, 7.0),  # HTTP/1.1: six watches and the requests' own
+    (800.0, 600.0, 200, 1.0),  # MiB of resident memory
+])
+def test_per_agent_levels(with_agents, baseline, agents, per):
+    assert bench.per_agent(with_agents, baseline, agents) == pytest.approx(per)
+
+
+def test_per_agent_refuses_no_agents():
+    with pytest.raises(ValueError):
+        bench.per_agent(1, 0, 0)
+
+
+@pytest.mark.parametrize("watches, seconds, per_minute", [
+    (6, 300, 0.8),  # the issue's "about 1.3 opens per node a minute" is 10 watches: 10 x 60 / 450
+    (10, 300, 10 * 60 / 450),
+    (1, 60, 60 / 90),
+])
+def test_watch_opens_from_the_timeout_window(watches, seconds, per_minute):
+    assert bench.watch_opens_per_minute(watches, seconds) == pytest.approx(per_minute)
+
+
+def test_held_figures_at_scale_beside_one_kubelet_connection_each():
+    per_node = {"connections": 1.0, "watches": 6.0, "watch_opens_per_min": 0.8, "bytes_per_min": 1200.0,
+                "apiserver_mib": 0.5, "apiserver_cpu_ms": 2.0}
+    got = bench.at_scale(per_node, 5000)
+    assert got["connections"] == 5000 and got["kubelet_connections"] == 5000
+    assert got["watches"] == 30000
+    assert got["watch_opens_per_s"] == pytest.approx(5000 * 0.8 / 60)  # about 67 a second
+    assert got["bytes_per_s"] == pytest.approx(100_000)
+    assert got["apiserver_gib"] == pytest.approx(5000 * 0.5 / 1024)
+    assert got["apiserver_cores"] == pytest.approx(5000 * 2.0 / 60_000)
