@@ -75,12 +75,16 @@ class _Driver:
     # -- called from any thread --------------------------------------------------------------
 
     def start(self, transfer: "_Transfer") -> None:
+        if self.stopped or not self.thread.is_alive():  # closed, or its thread died: never wait on it
+            transfer.finish(pycurl.E_ABORTED_BY_CALLBACK, "the session was closed")
+            return
         self._command(("add", transfer))
 
     def cancel(self, transfer: "_Transfer") -> None:
         self._command(("remove", transfer))
 
     def stop(self) -> None:
+        self.stopped = True  # a transfer started from now on fails at once
         self._command(("stop", None))
 
     def _command(self, command) -> None:
@@ -175,6 +179,13 @@ class _Driver:
             transfer.finish(code, message)
 
     def _close(self) -> None:
+        while True:  # transfers handed over while the loop ended
+            try:
+                what, transfer = self.commands.get_nowait()
+            except queue.Empty:
+                break
+            if what == "add":
+                transfer.finish(pycurl.E_ABORTED_BY_CALLBACK, "the session was closed")
         for transfer in list(self.transfers.values()):
             self.multi.remove_handle(transfer.curl)
             transfer.finish(pycurl.E_ABORTED_BY_CALLBACK, "the session was closed")

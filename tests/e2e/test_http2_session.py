@@ -151,3 +151,13 @@ def test_a_closed_watch_ends_at_once(kind, apiserver):
         assert session.get("/api/v1/namespaces")["kind"] == "NamespaceList"  # the session still works
     finally:
         session.close()
+
+
+def test_a_closed_session_fails_at_once_rather_than_waiting(apiserver):
+    session = open_session("libcurl", apiserver.url)
+    assert session.get("/api/v1/namespaces")["kind"] == "NamespaceList"
+    session.close()
+    began = time.monotonic()
+    with pytest.raises(ApiError) as caught:
+        session.get("/api/v1/namespaces")
+    assert "the session was closed" in str(caught.value) and time.monotonic() - began < 1
