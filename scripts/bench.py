@@ -796,8 +796,10 @@ def main() -> None:
     parser.add_argument("--only", default="help,startup,floor,prediction,agent,allocation,search,pending,verify,devices,cluster,overlays",
                         help="comma-separated parts to run (all by default); `agents` (N real node agents "
                              "against a real control plane, about 10 minutes) runs only when named")
-    parser.add_argument("--agents", type=int, default=50, help="agents: how many at once (one node each)")
-    parser.add_argument("--minutes", type=float, default=2.0, help="agents: length of each measured window")
+    parser.add_argument("--agents", type=int, default=200, help="agents: how many at once (one node each)")
+    parser.add_argument("--minutes", type=float, default=10.0,
+                        help="agents: length of each window with agents (10 or more sees the watches' re-opens)")
+    parser.add_argument("--baseline-minutes", type=float, default=2.0, help="agents: length of each window without")
     parser.add_argument("--agent-tree", help="agents: a checkout whose kubectl_dra/ and node_agent/ are measured")
     args = parser.parse_args()
     only = set(args.only.split(","))
@@ -834,9 +836,9 @@ def main() -> None:
             bench_cluster([int(n) for n in args.sizes.split(",") if n], args.runs, Path(tmp))
     if "overlays" in only:
         subprocess.run([sys.executable, str(ROOT / "scripts" / "bench_overlays.py")])
-    if "agents" in only:  # opt-in: a control plane and four windows of --minutes
+    if "agents" in only:  # opt-in: a control plane, two windows of --baseline-minutes and two of --minutes
         subprocess.run([sys.executable, str(ROOT / "scripts" / "bench_agents.py"), "--agents", str(args.agents),
-                        "--minutes", str(args.minutes), *(["--agent-tree", args.agent_tree] if args.agent_tree else [])])
+                        "--minutes", str(args.minutes), "--baseline-minutes", str(args.baseline_minutes), *(["--agent-tree", args.agent_tree] if args.agent_tree else [])])
 
 if __name__ == "__main__":
     main()

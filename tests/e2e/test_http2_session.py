@@ -161,3 +161,26 @@ def test_a_closed_session_fails_at_once_rather_than_waiting(apiserver):
     with pytest.raises(ApiError) as caught:
         session.get("/api/v1/namespaces")
     assert "the session was closed" in str(caught.value) and time.monotonic() - began < 1
+
+
+def test_the_credential_is_read_afresh_for_each_request_and_watch(kind, apiserver):
+    """An in-cluster token is rotated on disk; the client's refresh hook reads it before each
+    request (kubernetes.config.incluster_config), and the watch sends the current one too."""
+    tokens = iter(["first", "second", "third"])
+    configuration = kubernetes.client.Configuration(host=apiserver.url)
+
+    def refresh(c):
+        c.api_key["BearerToken"] = f"Bearer {next(tokens)}"
+
+    configuration.api_key["BearerToken"] = "Bearer stale"  # what the loader read at start
+    configuration.refresh_api_key_hook = refresh
+    session = SESSIONS[kind](configuration, sleep=lambda s: None)
+    try:
+        session.get("/api/v1/namespaces")
+        session.get("/api/v1/namespaces")
+        apiserver.watch_timeout = 0.5
+        list(session.watch("/api/v1/namespaces", [("resourceVersion", "0")], timeout=5))
+        sent = [r.headers.get("Authorization") for r in apiserver.requests if r.path.startswith("/api/v1/namespaces")]
+        assert sent == ["Bearer first", "Bearer second", "Bearer third"]
+    finally:
+        session.close()
