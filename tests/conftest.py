@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import itertools
 import pathlib
+import socket
 import sys
+import threading
 from typing import Callable, Iterable, Iterator
 
 import pytest
@@ -125,3 +127,40 @@ def dra() -> Callable[..., CliResult]:
 def dra_module() -> Callable[..., CliResult]:
     """The same, for a module's fixture that runs the commands once for all its tests."""
     return _dra()
+
+
+@pytest.fixture
+def dripping_server():
+    """Answers every request with its headers, then one byte of a 1,000-byte body every 0.5 s."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    stop = threading.Event()
+
+    def serve(conn: socket.socket) -> None:
+        with conn:
+            conn.recv(65536)
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n")
+            for _ in range(1000):
+                if stop.wait(0.5):
+                    return
+                try:
+                    conn.sendall(b" ")
+                except OSError:
+                    return
+
+    def accept() -> None:
+        listener.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            threading.Thread(target=serve, args=(conn,), daemon=True).start()
+
+    threading.Thread(target=accept, daemon=True).start()
+    yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+    stop.set()
+    listener.close()

@@ -86,38 +86,8 @@ def test_a_refused_connection_is_tried_three_times_then_named(kind):
         session.close()
 
 
-@pytest.fixture
-def dripping():
-    """Answers with headers, then a byte every 0.2 s for ever."""
-    listener = socket.create_server(("127.0.0.1", 0))
-    stop = threading.Event()
-
-    def serve(conn):
-        with conn:
-            conn.recv(65536)
-            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n")
-            while not stop.wait(0.2):
-                try:
-                    conn.sendall(b" ")
-                except OSError:
-                    return
-
-    def accept():
-        while not stop.is_set():
-            try:
-                conn, _ = listener.accept()
-            except OSError:
-                return
-            threading.Thread(target=serve, args=(conn,), daemon=True).start()
-
-    threading.Thread(target=accept, daemon=True).start()
-    yield f"http://127.0.0.1:{listener.getsockname()[1]}"
-    stop.set()
-    listener.close()
-
-
-def test_an_answer_that_drips_is_cut_at_the_deadline(kind, dripping):
-    session = open_session(kind, dripping, request_timeout=1.5)
+def test_an_answer_that_drips_is_cut_at_the_deadline(kind, dripping_server):
+    session = open_session(kind, dripping_server, request_timeout=1.5)
     began = time.monotonic()
     try:
         with pytest.raises(ApiError) as caught:

@@ -6,10 +6,8 @@ line naming what did not answer; without the flag the documented default bounds 
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -29,43 +27,6 @@ def run(*args: str, timeout: float = 60) -> tuple[subprocess.CompletedProcess, f
     result = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=timeout,
                             env=env, cwd=ROOT)
     return result, time.monotonic() - began
-
-
-@pytest.fixture
-def dripping_server():
-    """Answers every request with its headers, then one byte of a 1,000-byte body every 0.5 s."""
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(8)
-    stop = threading.Event()
-
-    def serve(conn: socket.socket) -> None:
-        with conn:
-            conn.recv(65536)
-            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n")
-            for _ in range(1000):
-                if stop.wait(0.5):
-                    return
-                try:
-                    conn.sendall(b" ")
-                except OSError:
-                    return
-
-    def accept() -> None:
-        listener.settimeout(0.2)
-        while not stop.is_set():
-            try:
-                conn, _ = listener.accept()
-            except socket.timeout:
-                continue
-            except OSError:
-                return
-            threading.Thread(target=serve, args=(conn,), daemon=True).start()
-
-    threading.Thread(target=accept, daemon=True).start()
-    yield f"http://127.0.0.1:{listener.getsockname()[1]}"
-    stop.set()
-    listener.close()
 
 
 def test_a_server_that_drips_its_answer_is_cut_at_the_deadline(dripping_server):
