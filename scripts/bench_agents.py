@@ -52,6 +52,8 @@ WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollectio
 NODE_LEASE_DURATION_S = 40  # pkg/kubelet/apis/config/v1beta1/defaults.go:150
 LEASE_RENEW_FRACTION = 0.25  # pkg/kubelet/kubelet.go:237 nodeLeaseRenewIntervalFraction
 NODE_STATUS_REPORT_S = 300  # defaults.go:141: a status PATCH without a change every 5 minutes
+KUBELET_WATCHES = 3  # at least: its pods, its Node, Services (docs/kubernetes/kubelet-api-traffic.md §3; more
+# with each ConfigMap and Secret its pods mount)
 
 
 # -- the model: pure arithmetic, checked by tests/unit/test_bench_agents.py ------------------------
@@ -112,12 +114,13 @@ def watch_opens_per_minute(watches: float, stream_seconds: float = 300.0) -> flo
 
 def at_scale(per_node: dict, nodes: int) -> dict:
     """Per-node figures (connections, watches, watch opens and bytes a minute, API server memory
-    and CPU) at ``nodes`` nodes, beside the kubelets' one connection each: connections and watches
-    held; opens, requests and bytes a second; GiB and cores of the API server."""
+    and CPU) at ``nodes`` nodes, beside the kubelets' one connection and at least three watches
+    each: connections and watches held; opens and bytes a second; GiB and cores of the API server."""
     return {"nodes": nodes,
             "connections": per_node["connections"] * nodes, "kubelet_connections": nodes,
-            "watches": per_node["watches"] * nodes,
+            "watches": per_node["watches"] * nodes, "kubelet_watches": KUBELET_WATCHES * nodes,
             "watch_opens_per_s": per_node["watch_opens_per_min"] * nodes / 60,
+            "kubelet_watch_opens_per_s": watch_opens_per_minute(KUBELET_WATCHES) * nodes / 60,
             "bytes_per_s": per_node["bytes_per_min"] * nodes / 60,
             "apiserver_gib": per_node["apiserver_mib"] * nodes / 1024,
             "apiserver_cores": apiserver_cores(per_node["apiserver_cpu_ms"], nodes)}

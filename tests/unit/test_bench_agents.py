@@ -145,6 +145,8 @@ def test_held_figures_at_scale_beside_one_kubelet_connection_each():
     assert got["connections"] == 5000 and got["kubelet_connections"] == 5000
     assert got["watches"] == 30000
     assert got["watch_opens_per_s"] == pytest.approx(5000 * 0.8 / 60)  # about 67 a second
+    assert got["kubelet_watches"] == 15000
+    assert got["kubelet_watch_opens_per_s"] == pytest.approx(5000 * 3 * 60 / 450 / 60)  # about 33 a second
     assert got["bytes_per_s"] == pytest.approx(100_000)
     assert got["apiserver_gib"] == pytest.approx(5000 * 0.5 / 1024)
     assert got["apiserver_cores"] == pytest.approx(5000 * 2.0 / 60_000)
