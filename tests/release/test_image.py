@@ -92,9 +92,11 @@ def test_it_holds_what_the_agent_loads_and_nothing_else(images):
 
 
 def test_it_is_small(images):
-    """The agent needs Python, gRPC and a few libraries: under 110 MiB, where it was 222 MiB."""
+    """The agent needs Python, gRPC, libcurl and a few libraries: under 125 MiB, where it was 222
+    MiB. pycurl's wheel (libcurl, its own OpenSSL and nghttp2, for the one HTTP/2 connection)
+    took it from 108 to 119 MiB."""
     size = images[0].stat().st_size
-    assert size < 110 * MIB, f"{size / MIB:.0f} MiB"
+    assert size < 125 * MIB, f"{size / MIB:.0f} MiB"
 
 
 def test_every_module_has_byte_code_valid_without_its_timestamp(images):
