@@ -178,14 +178,13 @@ def _cpu_seconds(pid: int) -> float:
     return times.user + times.system
 
 
-def established(pid: int, port: int) -> int:
-    """The process's established TCP connections on ``port`` (its own listening port: accepted
-    ones; a remote port: made ones)."""
-    count = 0
-    for c in psutil.Process(pid).net_connections(kind="tcp"):
-        if c.status == psutil.CONN_ESTABLISHED and (c.laddr and c.laddr.port == port or c.raddr and c.raddr.port == port):
-            count += 1
-    return count
+def established(pid: int, *, local_port: int | None = None, remote_port: int | None = None) -> int:
+    """The process's established TCP connections on ``local_port`` (a server's own port: the
+    connections it accepted) or to ``remote_port`` (the connections it made)."""
+    return sum(1 for c in psutil.Process(pid).net_connections(kind="tcp")
+               if c.status == psutil.CONN_ESTABLISHED
+               and (local_port is not None and c.laddr and c.laddr.port == local_port
+                    or remote_port is not None and c.raddr and c.raddr.port == remote_port))
 
 
 def levels(plane) -> dict:
@@ -195,10 +194,9 @@ def levels(plane) -> dict:
 
     pid = next(p.popen.pid for p in plane.processes if p.name == "kube-apiserver")
     port = int(plane.url.rsplit(":", 1)[1])
-    accepted = sum(1 for c in psutil.Process(pid).net_connections(kind="tcp")
-                   if c.status == psutil.CONN_ESTABLISHED and c.laddr and c.laddr.port == port)
-    return {"server_connections": accepted, "apiserver_rss_mib": psutil.Process(pid).memory_info().rss / 2**20,
-            "client_connections": established(os.getpid(), port)}
+    return {"server_connections": established(pid, local_port=port),
+            "apiserver_rss_mib": psutil.Process(pid).memory_info().rss / 2**20,
+            "client_connections": established(os.getpid(), remote_port=port)}
 
 
 class ByteMeter:
@@ -355,7 +353,6 @@ def window(plane, fleet, meter, minutes: float, churn: bool) -> dict:
                                daemon=True) if churn else None
     cpu0 = {k: _cpu_seconds(pids[k]) for k in ("kube-apiserver", "etcd")}
     bytes0 = meter.snapshot()
-    level0 = levels(plane)
     self0 = resource.getrusage(resource.RUSAGE_SELF)
     start = time.time()
     if churner:
@@ -372,8 +369,7 @@ def window(plane, fleet, meter, minutes: float, churn: bool) -> dict:
             "cpu": {k: cpu1[k] - cpu0[k] for k in cpu0},
             "received": bytes1[0] - bytes0[0], "sent": bytes1[1] - bytes0[1],
             "bench_cpu": (self1.ru_utime + self1.ru_stime) - (self0.ru_utime + self0.ru_stime),
-            "churned": churned[0] if churned else 0,
-            "rss_start_mib": level0["apiserver_rss_mib"]}
+            "churned": churned[0] if churned else 0}
 
 
 def all_audit_events(plane) -> list[dict]:

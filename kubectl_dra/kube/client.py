@@ -245,10 +245,7 @@ class Session:
         # start-up: offline
         import urllib3
 
-        headers = {"Accept": "application/json", **self.headers}
-        method, url, header_params, _, _ = self.api_client.param_serialize(
-            method="GET", resource_path=path, query_params=[*query, ("watch", "1")],
-            header_params=headers, auth_settings=["BearerToken"])
+        method, url, header_params = self._watch_request(path, query)
         try:
             response = self.api_client.rest_client.pool_manager.request(
                 method, url, headers=header_params, preload_content=False, retries=False,
@@ -268,6 +265,14 @@ class Session:
                 return
         finally:
             response.release_conn()
+
+    def _watch_request(self, path: str, query: Sequence[tuple[str, str]]) -> tuple[str, str, dict]:
+        """A watch's method, URL and headers, the credential read afresh."""
+        headers = {"Accept": "application/json", **self.headers}
+        method, url, header_params, _, _ = self.api_client.param_serialize(
+            method="GET", resource_path=path, query_params=[*query, ("watch", "1")],
+            header_params=headers, auth_settings=["BearerToken"])
+        return method, url, header_params
 
     def _unreachable(self, reason: object) -> str:
         text = str(reason)

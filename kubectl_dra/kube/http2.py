@@ -22,7 +22,6 @@ Because the connection is shared:
 
 from __future__ import annotations
 
-import errno as errnos
 import json
 import os
 import queue
@@ -179,13 +178,8 @@ class _Driver:
             transfer.finish(code, message)
 
     def _close(self) -> None:
-        while True:  # transfers handed over while the loop ended
-            try:
-                what, transfer = self.commands.get_nowait()
-            except queue.Empty:
-                break
-            if what == "add":
-                transfer.finish(pycurl.E_ABORTED_BY_CALLBACK, "the session was closed")
+        self.stopped = True  # also when the loop ended on an error
+        self._drain_commands()  # transfers handed over while the loop ended: stopped, so each fails
         for transfer in list(self.transfers.values()):
             self.multi.remove_handle(transfer.curl)
             transfer.finish(pycurl.E_ABORTED_BY_CALLBACK, "the session was closed")
@@ -202,7 +196,7 @@ class _Transfer:
     def __init__(self, session: "Http2Session", method: str, url: str, headers: Mapping[str, str],
                  body: bytes | None, connect: float | None, read: float | None, total: float | None,
                  stream: bool = False):
-        self.session, self.stream = session, stream
+        self.session = session
         self.status, self.reason, self.headers = 0, "", Headers()
         self.chunks: list[bytes] = []
         self.items: queue.SimpleQueue | None = queue.SimpleQueue() if stream else None
@@ -279,14 +273,17 @@ class _Transfer:
         if self.items is not None:
             self.items.put(None)
 
+    def shutdown(self) -> None:
+        """Stop the transfer now, from any thread (a watch's ``close()``): libcurl resets its stream."""
+        if not self.done.is_set():
+            self.session.driver.cancel(self)
+
     def _reason(self, code: int, message: str | None) -> str:
         text = message or f"libcurl error {code}"
         if code == pycurl.E_COULDNT_CONNECT:
             number = self.curl.getinfo(pycurl.OS_ERRNO)
             if number:
                 text = f"{os.strerror(number)} ({text})"  # "Connection refused": nothing was sent
-            if number == errnos.ECONNREFUSED and "refused" not in text.lower():
-                text = f"Connection refused ({text})"
         elif code == pycurl.E_OPERATION_TIMEDOUT and "timed out" not in text.lower():
             text = f"timed out ({text})"
         return text
@@ -358,7 +355,7 @@ class Http2Session(Session):
     def _attempt(self, method: str, url: str, headers: dict, body: Any, timeout, deadline: float | None,
                  path: str) -> tuple[int, str, Mapping[str, str], bytes]:
         if body is not None and not isinstance(body, (bytes, str)):
-            body = json.dumps(self.api_client.sanitize_for_serialization(body))
+            body = json.dumps(body)  # param_serialize has made it plain JSON values already
         data = body.encode() if isinstance(body, str) else body
         connect, read = self._split(timeout)
         total = None if deadline is None else max(0.001, deadline - self.clock())
@@ -378,19 +375,15 @@ class Http2Session(Session):
               opened: Callable[[Any], None] | None = None) -> Iterator[Any]:
         """Yield watch events until the server ends the stream; ``opened`` gets a handle whose
         ``shutdown()`` ends this generator (and resets the stream) from another thread."""
-        headers = {"Accept": "application/json", **self.headers}
-        method, url, header_params, _, _ = self.api_client.param_serialize(
-            method="GET", resource_path=path, query_params=[*query, ("watch", "1")],
-            header_params=headers, auth_settings=["BearerToken"])
+        method, url, header_params = self._watch_request(path, query)
         connect, _ = self._split(self.timeout)
         transfer = _Transfer(self, method, url, header_params, None, connect, timeout, None, stream=True)
-        handle = _Stream(self.driver, transfer)
         self.driver.start(transfer)
         transfer.opened.wait()
         if transfer.error is not None and not transfer.status:
             raise ApiError(self._unreachable(transfer.error[1])) from None
         if opened is not None:
-            opened(handle)
+            opened(transfer)
         try:
             if transfer.status >= 400:
                 transfer.done.wait()
@@ -401,15 +394,4 @@ class Http2Session(Session):
             except ValueError:
                 return
         finally:
-            handle.shutdown()
-
-
-class _Stream:
-    """What a watch's ``close()`` may do from another thread: stop the transfer now."""
-
-    def __init__(self, driver: _Driver, transfer: _Transfer):
-        self.driver, self.transfer = driver, transfer
-
-    def shutdown(self) -> None:
-        if not self.transfer.done.is_set():
-            self.driver.cancel(self.transfer)
+            transfer.shutdown()
