@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+STAMP = "2026-11-20T08:00:00Z"  # every synthetic object's creation time
 sys.path.insert(0, str(ROOT / "tests"))
 
 from apiserver import FakeAPIServer  # noqa: E402
@@ -287,7 +288,7 @@ def bench_agent_scan(n_pods: int = 250, containers: int = 4) -> None:
                   claims=["x"]) for j in range(containers)]
         raws.append({"apiVersion": "v1", "kind": "Pod",
                      "metadata": {"name": f"p{i}", "namespace": "ns", "uid": uid, "resourceVersion": str(1000 + i),
-                                  "creationTimestamp": "2026-11-20T08:00:00Z"},
+                                  "creationTimestamp": STAMP},
                      "spec": {"nodeName": "n1", "containers": cs,
                               "resourceClaims": [{"name": "x", "resourceClaimName": "x"}]},
                      "status": {"phase": "Running", "qosClass": "Burstable",
@@ -436,7 +437,6 @@ def bench_allocation(nodes: int = 1000, devices: int = 8, requests: int = 3) -> 
 PENDING_NODES, PODS_PER_NODE = 1000, 100
 PENDING_TEMPLATES = 400  # workloads: each its own app, namespace, image, resources and scheduling terms
 GPU_PODS_PER_NODE, GPUS_PER_NODE = 7, 8  # per node: 7 of 8 GPUs allocated, each to a claim of a trainer pod
-STAMP = "2026-11-20T08:00:00Z"
 ZONE, HOST = "topology.kubernetes.io/zone", "kubernetes.io/hostname"
 
 
@@ -648,7 +648,7 @@ def devices_cluster(nodes: int = DEVICE_NODES, per_node: int = DEVICES_PER_NODE)
     in 50 namespaces, generated from a template for a pod as the claim controller names them: nine
     in ten allocated, each to a distinct device (spread over the nodes: gpu-0 of every node first,
     so most nodes keep a GPU free) and reserved for its pod; the rest pending (no allocation)."""
-    driver, stamp = "gpu.example.com", "2026-11-20T08:00:00Z"
+    driver, stamp = "gpu.example.com", STAMP
     n_claims = nodes * per_node
     allocated = n_claims * 9 // 10
     objects: list[dict] = [{
