@@ -377,8 +377,13 @@ def _field_value(obj: dict, path: str) -> str:
     return str(cur)
 
 
-def parse_field_selector(text: str, rt: ResourceType) -> Callable[[dict], bool]:
-    allowed = _META_FIELDS + FIELD_LABELS.get((rt.group, rt.plural), ())
+# field labels a release selects on only from its minor on (pkg/registry/resource/resourceslice at v1.37.2)
+FIELD_LABELS_SINCE = {("resource.k8s.io", "resourceslices", "spec.pool.name"): 37}
+
+
+def parse_field_selector(text: str, rt: ResourceType, minor: int = 37) -> Callable[[dict], bool]:
+    allowed = _META_FIELDS + tuple(f for f in FIELD_LABELS.get((rt.group, rt.plural), ())
+                                   if minor >= FIELD_LABELS_SINCE.get((rt.group, rt.plural, f), 0))
     reqs: list[Callable[[dict], bool]] = []
     for raw in _split_unescaped(text, ","):
         part = raw.strip()
@@ -585,7 +590,7 @@ class FakeAPIServer:
         self.token = token  # if set, requests without "Authorization: Bearer <token>" get 401
         self.user = "x"  # the user named in 403 messages
         self.watch_timeout = 2.0  # a watch stream ends after at most this many seconds
-        self.server_version = {"major": "1", "minor": "34", "gitVersion": "v1.34.0",
+        self.server_version = {"major": "1", "minor": "37", "gitVersion": "v1.37.2",
                                "gitCommit": "0" * 40, "gitTreeState": "clean",
                                "buildDate": "2025-08-27T00:00:00Z", "goVersion": "go1.24.6",
                                "compiler": "gc", "platform": "linux/amd64"}
@@ -1116,7 +1121,8 @@ class FakeAPIServer:
 
     def _matcher(self, rt: ResourceType, route: Route, query: dict[str, str]) -> Callable[[dict], bool]:
         labels = parse_label_selector(query.get("labelSelector", ""))
-        fields = parse_field_selector(query.get("fieldSelector", ""), rt)
+        minor = re.match(r"v1\.(\d+)", str(self.server_version.get("gitVersion", "")))
+        fields = parse_field_selector(query.get("fieldSelector", ""), rt, int(minor.group(1)) if minor else 37)
         namespace = route.namespace
 
         def match(obj: dict) -> bool:

@@ -11,9 +11,10 @@ from kubectl_dra.document import Part
 from kubectl_dra.duration import parse_ns
 from kubectl_dra.errors import InputError
 from kubectl_dra.quantity import Quantity
+from kubectl_dra.versions import MODELLED_MINOR, known, minor_of
 
 GI, MI = 1 << 30, 1 << 20
-LEGACY_THROTTLING = "0.9"  # validation.go previousDefaultMemoryThrottlingFactor: the default before 1.36
+LEGACY_THROTTLING = "0.9"  # previousDefaultMemoryThrottlingFactor: the default up to 1.36 (defaults.go of 1.34-1.36)
 
 
 class NodeOptions(Part):
@@ -28,10 +29,18 @@ class NodeOptions(Part):
     kubelet_cgroup_root: str = "/"
     memory_qos: Literal["off", "none", "tiered", "legacy"] = "off"  # MemoryQoS gate; reservation policy
     # kubelet memoryThrottlingFactor; None: unset, so no memory.high (the 1.37 default, confirmed on a real
-    # v1.37.2 kubelet); kubelets before 1.36 (memory_qos "legacy") defaulted to 0.9 (LEGACY_THROTTLING)
+    # v1.37.2 kubelet); kubelets up to 1.36 defaulted it to 0.9 (LEGACY_THROTTLING)
     memory_throttling_factor: str | None = None
     node_allocatable_memory: int | None = None  # bytes; memory.high of containers without a limit
     runtime_hugetlb: bool | None = None  # the runtime applies container hugepage limits; None: its default
+    # the kubelet's release (status.nodeInfo.kubeletVersion): the rules of 1.34 to 1.36 where they differ
+    # (docs/kubernetes/versions.md §5); None: not known, 1.37's
+    kubelet_version: str | None = None
+
+    @property
+    def kubelet_minor(self) -> int:
+        minor = minor_of(self.kubelet_version)
+        return minor if known(minor) else MODELLED_MINOR
 
     @property
     def applies_container_hugetlb(self) -> bool:
@@ -44,7 +53,9 @@ class NodeOptions(Part):
         """The factor memory.high is computed with, or None when the kubelet sets no memory.high."""
         if self.memory_throttling_factor is not None:
             return self.memory_throttling_factor
-        return LEGACY_THROTTLING if self.memory_qos == "legacy" else None
+        if self.memory_qos == "legacy" or (self.memory_qos != "off" and self.kubelet_minor <= 36):
+            return LEGACY_THROTTLING  # the kubelet's own default up to 1.36
+        return None
 
     @property
     def writes_rsvd(self) -> bool:
@@ -106,6 +117,8 @@ def from_node(node) -> dict[str, object]:
         detected["hugepage_sizes"] = sorted(set(sizes))
     if "memory" in node.status.capacity:  # Memory QoS: memory.high of containers without a limit
         detected["node_allocatable_memory"] = node.status.capacity["memory"].value()
+    if node.status.node_info.kubelet_version:
+        detected["kubelet_version"] = node.status.node_info.kubelet_version
     dra = kubelet_dra_from_node(node)
     if dra is not None:
         detected["kubelet_dra"] = dra[0]

@@ -103,16 +103,25 @@ def hugepage_limits(resources: dict[str, Quantity]) -> dict[int, int]:
     return limits
 
 
-def limits_declared(pod: Pod) -> tuple[bool, bool]:
+def limits_declared(pod: Pod, kubelet_minor: int = 37) -> tuple[bool, bool]:
     """(cpu, memory): every init and regular container has its own non-zero limit (1.37's plain
-    loop in ResourceConfigForPod); a pod-level limit declares it for the whole pod."""
+    loop in ResourceConfigForPod); a pod-level limit declares it for the whole pod. Kubelets up to
+    1.36 ask PodLimits' container callback instead, which hands an init container its limits plus
+    those of the sidecars before it (docs/kubernetes/versions.md §5)."""
     cpu = memory = True
-    for container in pod.all_containers():
+    sidecars: dict[str, bool] = {"cpu": False, "memory": False}  # a sidecar so far has a non-zero limit
+    inits = len(pod.spec.init_containers)
+    for i, container in enumerate(pod.all_containers()):
         limits = container.resources.limits
-        if "cpu" not in limits or limits["cpu"].is_zero():
-            cpu = False
-        if "memory" not in limits or limits["memory"].is_zero():
-            memory = False
+        has = {r: r in limits and not limits[r].is_zero() for r in ("cpu", "memory")}
+        if kubelet_minor <= 36 and i < inits:
+            if container.restart_policy == "Always":
+                sidecars = {r: sidecars[r] or has[r] for r in has}
+                has = dict(sidecars)
+            else:
+                has = {r: has[r] or sidecars[r] for r in has}
+        cpu = cpu and has["cpu"]
+        memory = memory and has["memory"]
     if pod_level_resources_set(pod):
         plr = pod.spec.resources.limits
         if "cpu" in plr and not plr["cpu"].is_zero():
@@ -237,7 +246,7 @@ def _pod_files(pod: Pod, qos: str, path: str, entries: list[ClaimEntry], options
         spec_req = spec_lim = dra_req = dra_lim = {}
     plr = pod.spec.resources
     plr_note = lambda name, kind: " (pod-level resources: DRA not added)" if plr and name in getattr(plr, kind) else ""  # noqa: E731
-    cpu_declared, memory_declared = limits_declared(pod)
+    cpu_declared, memory_declared = limits_declared(pod, options.kubelet_minor)
     period = options.cpu_cfs_period
 
     if qos == "BestEffort":

@@ -8,6 +8,7 @@ from kubectl_dra.claims.reservations import ConsumerView, ReservationView, consu
 from kubectl_dra.claims.views import ClaimRef, DeviceView
 from kubectl_dra.allocation.document import Allocation
 from kubectl_dra.document import Document, Finding, Part
+from kubectl_dra.versions import Versions
 
 
 class NodeView(Part):
@@ -32,3 +33,4 @@ class ClaimExplanation(Document):
     node_view: list[NodeView] = Field(default_factory=list)  # from agents' reports, when they have the claim
     allocation: Allocation | None = None  # a claim not allocated yet: what the allocator would do now
     findings: list[Finding] = Field(default_factory=list)
+    versions: Versions | None = None  # the releases the answer was modelled on and found (versions.py)

@@ -14,6 +14,7 @@ from kubectl_dra.document import Document, part
 from kubectl_dra.gcpause import gc_paused
 from kubectl_dra.model.claim import ResourceClaim, ResourceClaimConsumerReference
 from kubectl_dra.quantity import Quantity
+from kubectl_dra.versions import Versions
 
 if TYPE_CHECKING:
     from kubectl_dra.model.inventory import Inventory
@@ -43,6 +44,7 @@ class ClaimSummary:
 class ClaimList(Document):
     kind: str = "ClaimList"
     items: list[ClaimSummary] = Field(default_factory=list)
+    versions: Versions | None = None  # the releases the answer was modelled on and found (versions.py)
     # pending claims that pods wait for, with what every claim holds: for the allocation findings
     _waiting: list = PrivateAttr(default_factory=list)
     _state: object = PrivateAttr(default=None)

@@ -8,7 +8,8 @@ from typing import Callable, Iterable
 
 from kubectl_dra.claims.summary import ClaimList, add_allocation_findings, detailed_view, keep_with_findings, list_claims
 from kubectl_dra.commands import watching
-from kubectl_dra.commands.inputs import add_reads, claim_user_pods, open_for, report_problems, require_kinds
+from kubectl_dra.commands.inputs import (add_reads, claim_user_pods, open_for, read_versions, report_problems,
+                                         require_kinds)
 from kubectl_dra.env import Environment
 from kubectl_dra.errors import ApiError
 from kubectl_dra.exitcodes import ExitStatus
@@ -38,6 +39,7 @@ def run(env: Environment, *, kube: KubeOptions, output: OutputOptions, selector:
     result, inventory = _claim_list(opened, lambda inventory: opened.source.stream(wanted, inventory),
                                     detailed, only_findings, sort_by)
     require_kinds(env, inventory, ResourceClaim)
+    result.versions = read_versions(opened, inventory.of_kind("Node"))
     show_namespace = opened.namespace is None
     empty_table = not result.items and output.format in ("table", "wide")
     if not empty_table:  # kubectl prints no header above nothing

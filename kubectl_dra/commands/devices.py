@@ -5,7 +5,7 @@ Exit 4 when something could not be read or a row's free count is not known."""
 
 from __future__ import annotations
 
-from kubectl_dra.commands.inputs import claim_user_pods, open_for, report_problems, require_kinds
+from kubectl_dra.commands.inputs import claim_user_pods, open_for, read_versions, report_problems, require_kinds
 from kubectl_dra.devices.explain import Holdings, explain_devices
 from kubectl_dra.env import Environment
 from kubectl_dra.errors import NotFoundError
@@ -51,6 +51,7 @@ def run(env: Environment, *, kube: KubeOptions, output: OutputOptions, node: str
                              free_only=free_only, devices=devices,
                              pods=inventory.all(Pod) if devices and Pod.KIND in inventory.read_kinds else None,
                              partition_attribute=partition_attribute, holdings=holdings)
+    result.versions = read_versions(opened, [n for n in inventory.all(Node) if nodes is None or n.name in nodes])
     emit(env, result, output, text=lambda: devices_table(result, devices=devices, no_headers=output.no_headers,
                                                          style=Style(env.use_color)))
     status = report_problems(env, inventory)

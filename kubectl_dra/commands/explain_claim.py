@@ -10,7 +10,7 @@ import click
 from kubectl_dra.claims.explain import explain_claim
 from kubectl_dra.claims.summary import waiting_pods
 from kubectl_dra.commands.inputs import (add_reads, allocation_requests, fetch_named, open_for, read_around,
-                                         report_problems, slice_requests)
+                                         read_versions, report_problems, slice_requests)
 from kubectl_dra.env import Environment
 from kubectl_dra.errors import NotFoundError
 from kubectl_dra.exitcodes import ExitStatus
@@ -44,7 +44,7 @@ def run(env: Environment, *, kube: KubeOptions, output: OutputOptions, pod_name:
     found, first = fetch_named(env, opened, ResourceClaim, namespace, name)
     namespace = found.namespace
     # gather: what the claim's devices, holders and nodes' agents say of it
-    inventory = read_around(opened, found, first, _requests(found, namespace))
+    inventory = read_around(opened, found, first, _requests(found, namespace, opened.source))
     # the core; a claim not allocated: why, node by node
     result = explain_claim(found, inventory)
     if found.status.allocation is None and not found.deleted:
@@ -54,15 +54,16 @@ def run(env: Environment, *, kube: KubeOptions, output: OutputOptions, pod_name:
         add_reads(opened, inventory, allocation_requests(namespace, only_node))
         result.allocation = explain_allocation([found], inventory, only_node=only_node)
         result.findings += waiting_findings(result.allocation, waiting_pods(found, inventory), result.findings)
+    result.versions = read_versions(opened, inventory.of_kind("Node"))
     emit(env, result, output, text=lambda: claim_tree(result, Style(env.use_color)))
     return report_problems(env, inventory)
 
 
-def _requests(claim: ResourceClaim, namespace: str) -> list[ReadRequest]:
+def _requests(claim: ResourceClaim, namespace: str, source) -> list[ReadRequest]:
     """The pods of its namespace, the pools of its devices, the classes and taint rules, what its
     ``status.reservedFor`` names (PodGroups, other kinds, a Deployment's ReplicaSets), and the agents'
     reports of its node."""
-    requests = [ReadRequest(Pod, namespace, keep_raw=False), *slice_requests([claim]),
+    requests = [ReadRequest(Pod, namespace, keep_raw=False), *slice_requests([claim], source),
                 ReadRequest(DeviceClass, required=False, keep_raw=False),
                 ReadRequest(DeviceTaintRule, required=False, keep_raw=False)]
     refs = claim.status.reserved_for

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kubectl_dra.commands.inputs import fetch_named, join_first, open_for, read_overlay_inputs, report_problems
+from kubectl_dra.commands.inputs import (fetch_named, join_first, open_for, read_overlay_inputs, read_versions,
+                                         report_problems)
 from kubectl_dra.env import Environment
 from kubectl_dra.exitcodes import ExitStatus
 from kubectl_dra.kube.options import KubeOptions
@@ -33,5 +34,6 @@ def run(env: Environment, *, kube: KubeOptions, output: OutputOptions, catalog: 
         ReadRequest(Pod, None, field_selector=f"spec.nodeName={name}")], require_overlays=False)
     join_first(inventory, found, first)
     result = explain_node(found, inventory, types, feature_gate)
+    result.versions = read_versions(opened, [found])
     emit(env, result, output, text=lambda: node_tree(result, Style(env.use_color)))
     return report_problems(env, inventory)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from kubectl_dra.cgroups.options import resolve
 from kubectl_dra.commands.inputs import (add_reads, fetch_named, open_for, read_around, read_overlay_inputs,
-                                         report_problems, slice_requests)
+                                         read_versions, report_problems, slice_requests)
 from kubectl_dra.env import Environment
 from kubectl_dra.errors import InputError
 from kubectl_dra.exitcodes import ExitStatus
@@ -24,11 +24,12 @@ from kubectl_dra.model.node import Node
 from kubectl_dra.model.pod import Pod
 from kubectl_dra.model.resource import DeviceClass, DeviceTaintRule
 from kubectl_dra.pods.document import PodExplanation
-from kubectl_dra.pods.explain import explain_pod
+from kubectl_dra.pods.explain import explain_pod, pod_versions
 from kubectl_dra.printers.options import OutputOptions
 from kubectl_dra.printers.output import emit
 from kubectl_dra.printers.pods import pod_tree
 from kubectl_dra.printers.style import Style
+from kubectl_dra.versions import minor_of
 
 
 def run(env: Environment, *, kube: KubeOptions, output: OutputOptions, node_flags: dict, only_node: str | None,
@@ -44,7 +45,8 @@ def run(env: Environment, *, kube: KubeOptions, output: OutputOptions, node_flag
     if only_node is not None:  # a missing node would narrow the scheduling to none: "fits nowhere"
         fetch_named(env, opened, Node, None, only_node)
     pending = not found.node_name and not found.is_done
-    profile = _scheduler_profile(opened, scheduler_config, found) if scheduler_config else None
+    release = minor_of(opened.source.server_version()[0])  # the scheduler's, taken to be the API server's
+    profile = _scheduler_profile(opened, scheduler_config, found, release) if scheduler_config else None
     # gather: its claims, its node, then only the pools its claims' devices came from
     inventory = read_around(opened, found, first, [
         ReadRequest(ResourceClaim, namespace, keep_raw=False), ReadRequest(DeviceTaintRule, required=False, keep_raw=False),
@@ -52,7 +54,7 @@ def run(env: Environment, *, kube: KubeOptions, output: OutputOptions, node_flag
           if found.node_name else [])])
     claims = [c for name in found.referenced_claim_names().values()
               if name and (c := inventory.get(ResourceClaim, namespace, name)) is not None]
-    slices = slice_requests(claims)
+    slices = slice_requests(claims, opened.source)
     if slices:
         add_reads(opened, inventory, slices)
     # the core
@@ -60,18 +62,20 @@ def run(env: Environment, *, kube: KubeOptions, output: OutputOptions, node_flag
     options, sources = resolve(node_flags, node)
     result = explain_pod(found, inventory, options, sources)
     if pending:
-        _why_pending(opened, found, inventory, result, profile, only_node)
+        _why_pending(opened, found, inventory, result, profile, only_node, release)
         scheduling = result.scheduling
         # Karpenter provisions for a pod the scheduler marked Unschedulable: only when no node fits
         # for certain (a node that cannot be told might take it)
         if only_node is None and scheduling is not None and not scheduling.feasible_nodes \
                 and scheduling.message_known and scheduling.error is None:
             _karpenter_launch(opened, found, inventory, result, catalog, feature_gate, ignore_dra_requests)
+    result.versions = pod_versions(read_versions(opened, [node] if node else inventory.all(Node)), found, result,
+                                   options)
     emit(env, result, output, text=lambda: pod_tree(result, Style(env.use_color)))
     return report_problems(env, inventory)
 
 
-def _scheduler_profile(opened: Opened, path: Path, pod: Pod):
+def _scheduler_profile(opened: Opened, path: Path, pod: Pod, release: int | None):
     """The profile of the pod's scheduler in the KubeSchedulerConfiguration file (a bad file: exit 3)."""
     # start-up: pending - the scheduler's profile, only when --scheduler-config is given
     from kubectl_dra.scheduling.profile import from_documents
@@ -79,7 +83,7 @@ def _scheduler_profile(opened: Opened, path: Path, pod: Pod):
     if str(path) == "-" and getattr(opened.source, "path", None) == "-":
         raise InputError("--scheduler-config - and --snapshot - both read standard input: give one of them a file")
     return from_documents(read_documents(path, allow_stdin=True, flag="--scheduler-config"), pod.spec.scheduler_name,
-                          str(path))
+                          str(path), release)
 
 
 def _karpenter_launch(opened: Opened, pod: Pod, inventory: Inventory, result: PodExplanation,
@@ -117,24 +121,24 @@ def _karpenter_launch(opened: Opened, pod: Pod, inventory: Inventory, result: Po
 
 
 def _why_pending(opened: Opened, pod: Pod, inventory: Inventory, result: PodExplanation, profile,
-                 only_node: str | None) -> None:
+                 only_node: str | None, release: int | None) -> None:
     """What the scheduler's cache holds read, every filter on every node (``result.scheduling``), and
     for a pod with claims their allocation (``result.allocation``), with Karpenter's proposals when no
     node fits; the findings of both join the pod's."""
     # start-up: pending - the scheduler's filters and the allocator load only for a pod not bound to a node
     from kubectl_dra.allocation.explain import allocation_findings, explain_allocation, pod_claims, wants_proposals
     from kubectl_dra.scheduling.explain import pod_scheduling
-    from kubectl_dra.scheduling.extended import claim_view, claims_on, pod_demand
+    from kubectl_dra.scheduling.extended import EXTENDED_SINCE, claim_view, claims_on, pod_demand
     from kubectl_dra.scheduling.profile import default_profile
     from kubectl_dra.scheduling.reads import scheduling_reads
 
-    profile = profile or default_profile()
+    profile = profile or default_profile(release)
     add_reads(opened, inventory, scheduling_reads(pod))
     inventory.add(pod)  # the pod as fetched first (a later list may hold an older copy)
     result.scheduling, unschedulable = pod_scheduling(pod, inventory, profile, only_node)
     result.findings[:0] = unschedulable
-    demand = pod_demand(pod, inventory) \
-        if "DeviceClass" in inventory.read_kinds and "ResourceSlice" in inventory.read_kinds else None
+    demand = pod_demand(pod, inventory) if "DeviceClass" in inventory.read_kinds and "ResourceSlice" in \
+        inventory.read_kinds and profile.release >= EXTENDED_SINCE else None
     if not pod.spec.resource_claims and (demand is None or demand.undecided):
         return
     pending, allocated, problems = pod_claims(pod, inventory)

@@ -73,16 +73,34 @@ def fetch_named(env: Environment, opened: Opened, model, namespace: str | None, 
     return found, first
 
 
-def slice_requests(claims) -> list:
+def read_versions(opened: Opened, nodes=()):
+    """The cluster's releases (the API server's, each node's kubelet) for an answer's ``versions``."""
+    # start-up: light
+    from kubectl_dra.versions import cluster_versions
+
+    version, source = opened.source.server_version()
+    return cluster_versions(version, source, [n.status.node_info.kubelet_version for n in nodes])
+
+
+def slice_requests(claims, source) -> list:
     """The slices an explanation needs: those of the pools its claims' devices came from, one
-    list per (driver, pool) with a field selector, instead of every slice in the cluster."""
+    list per (driver, pool) with a field selector, instead of every slice in the cluster. A server
+    that cannot select on ``spec.pool.name`` (before 1.37, or of a release not known:
+    docs/kubernetes/versions.md §2) lists each driver's slices and the pools are kept here."""
     # start-up: light
     from kubectl_dra.model.resource import ResourceSlice
 
     pairs = sorted({(r.driver, r.pool) for claim in claims if claim.status.allocation
                     for r in claim.status.allocation.devices.results})
-    return [ReadRequest(ResourceSlice, field_selector=f"spec.driver={driver},spec.pool.name={pool}", keep_raw=False)
-            for driver, pool in pairs]
+    if source.field_selectable(ResourceSlice, "spec.pool.name"):
+        return [ReadRequest(ResourceSlice, field_selector=f"spec.driver={driver},spec.pool.name={pool}",
+                            keep_raw=False) for driver, pool in pairs]
+    pools: dict[str, frozenset[str]] = {}
+    for driver, pool in pairs:
+        pools[driver] = pools.get(driver, frozenset()) | {pool}
+    return [ReadRequest(ResourceSlice, field_selector=f"spec.driver={driver}", keep_raw=False,
+                        keep=lambda rs, wanted=wanted: rs.spec.pool.name in wanted)
+            for driver, wanted in pools.items()]
 
 
 def claim_user_pods(namespace: str | None) -> ReadRequest:

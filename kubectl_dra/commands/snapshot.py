@@ -31,6 +31,9 @@ def run(env: Environment, *, kube: KubeOptions, output_dir: Path, overwrite: boo
                     for m in models() if m.KIND not in inventory.read_kinds}
         about = {"createdBy": f"kubectl-dra {__version__}", "created": env.now().strftime("%Y-%m-%dT%H:%M:%SZ"),
                  "source": opened.source.description, "namespace": opened.namespace, "notRead": not_read}
+        server_version, _ = opened.source.server_version()  # offline answers name the cluster's release too
+        if server_version:
+            about["serverVersion"] = server_version
         documents = {kind: list(items) for kind, items in inventory.documents.items() if items}
         files = target.write(by_kind, about, documents)
     for warning in target.warnings:

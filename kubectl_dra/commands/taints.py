@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kubectl_dra.commands import watching
-from kubectl_dra.commands.inputs import claim_user_pods, open_for, report_problems, require_kinds
+from kubectl_dra.commands.inputs import claim_user_pods, open_for, read_versions, report_problems, require_kinds
 from kubectl_dra.env import Environment
 from kubectl_dra.errors import ApiError, InputError
 from kubectl_dra.exitcodes import ExitStatus
@@ -27,7 +27,7 @@ from kubectl_dra.printers.output import emit
 from kubectl_dra.printers.style import Style
 from kubectl_dra.printers.taints import device_table, taint_table
 from kubectl_dra.taints.document import TaintExplanation
-from kubectl_dra.taints.explain import evicts, explain_taints
+from kubectl_dra.taints.explain import evicts, explain_taints, taint_versions
 from kubectl_dra.taints.validation import rule_problems
 from kubectl_dra.text import wrap_lines
 
@@ -47,6 +47,7 @@ def run(env: Environment, *, kube: KubeOptions, output: OutputOptions, filename:
     inventory = opened.source.read(_reads())
     require_kinds(env, inventory, ResourceSlice)
     result = explain_taints(inventory, env.now(), dry_run=rule)
+    result.versions = taint_versions(read_versions(opened, inventory.of_kind("Node")))
     emit(env, result, output, text=lambda: taint_table(result, wide=output.wide, no_headers=output.no_headers,
                                                        style=Style(env.use_color)))
     status = report_problems(env, inventory)

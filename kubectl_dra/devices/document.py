@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from kubectl_dra.document import Document, Finding, part
+from kubectl_dra.versions import Versions
 
 DeviceState = Literal["Free", "Allocated", "Shared", "Tainted", "CountersUsed", "CapacityUsed", "Outdated",
                       "PoolIncomplete", "PoolInvalid", "Unreachable", "Unknown"]
@@ -106,3 +107,4 @@ class DeviceAvailability(Document):
     device_class: str | None = None  # --class: only devices its selectors accept are counted
     pools: list[PoolRow] = Field(default_factory=list)
     findings: list[Finding] = Field(default_factory=list)
+    versions: Versions | None = None  # the releases the answer was modelled on and found (versions.py)

@@ -88,7 +88,8 @@ _SPECS = [
                                   "before 1.36: memory.min = requests) [default: off].")),
     (("--memory-throttling-factor",), dict(type=THROTTLING_FACTOR, metavar="F", help="Kubelet memoryThrottlingFactor: Memory QoS sets "
                                                             "memory.high only when it is set [default: unset, as "
-                                                            "in the 1.37 kubelet; 0.9 with --memory-qos legacy].")),
+                                                            "in the 1.37 kubelet; 0.9 with --memory-qos legacy or "
+                                                            "a kubelet of 1.36 or older].")),
 ]
 _NAMES = ["cgroup_driver", "runtime", "weight_formula", "cpu_cfs_period", "cpu_cfs_quota", "cpu_manager_policy",
           "runtime_hugetlb", "hugepage_sizes", "kubelet_dra", "kubelet_cgroup_root", "memory_qos",

@@ -6,6 +6,7 @@ depends on the number of kinds, not on the size of the cluster.
 
 from __future__ import annotations
 
+import re
 from concurrent.futures import ThreadPoolExecutor
 from typing import Iterable, Iterator
 
@@ -20,6 +21,9 @@ from kubectl_dra.model.registry import (invalid_field_problems, list_continue, l
                                         parse_page)
 
 PAGE_SIZE = 500  # kubectl's --chunk-size default
+# field labels a list may select on only from a release on (the registry's GetAttrs of that release:
+# docs/kubernetes/versions.md §2); an older server refuses the list with "field label not supported"
+SELECTABLE_SINCE = {("ResourceSlice", "spec.pool.name"): 37}
 MAX_LIST_RESTARTS = 3
 
 
@@ -58,10 +62,34 @@ class LiveSource:
         self._executor = None  # the helper threads that fetch pages ahead
         self._primed: dict = {}  # (path, query) -> the first page, asked for early
         self.list_version: str | None = None  # resourceVersion of the last list read (where a watch starts)
+        self._server_version: tuple[str | None, str] | None = None
+        self._resources: dict[str, set[str] | None] = {}  # group version -> the resources its discovery lists
 
     @property
     def description(self) -> str:
         return self.session.server
+
+    def server_version(self) -> tuple[str | None, str]:
+        """The API server's ``gitVersion`` and where it came from (``GET /version``), or None and
+        why it could not be read: never a guess. Asked once per source."""
+        if self._server_version is None:
+            try:
+                doc = self.session.get("/version")
+            except ApiError as exc:
+                self._server_version = (None, f"GET /version failed: {exc}")
+            else:
+                version = doc.get("gitVersion") if isinstance(doc, dict) else None
+                self._server_version = (version, "GET /version") if isinstance(version, str) and version else \
+                    (None, "GET /version answered without a gitVersion")
+        return self._server_version
+
+    def field_selectable(self, model, field: str) -> bool:
+        """Whether this server lists ``model`` by ``field`` (a release that is not known: no)."""
+        since = SELECTABLE_SINCE.get((model.KIND, field))
+        if since is None:
+            return True
+        match = re.match(r"v1\.(\d+)\.", self.server_version()[0] or "")
+        return match is not None and int(match.group(1)) >= since
 
     def served(self) -> ServedVersions:
         if self._served is None:
@@ -132,6 +160,13 @@ class LiveSource:
         """The API version to list the kind in, or None after recording why it cannot be read."""
         model = request.model
         version = model.VERSIONS[0] if not model.GROUP else self.served().choose(model.GROUP, model.VERSIONS)
+        candidates = [v for v in model.VERSIONS if v in self.served().groups.get(model.GROUP, ())] if model.GROUP else []
+        if len(candidates) > 1:  # kinds differ between versions of a group: the first that lists this one
+            version = next((v for v in candidates if model.PLURAL in (self._resources_of(f"{model.GROUP}/{v}")
+                                                                      or {model.PLURAL})), None)
+            if version is None:
+                self._not_served(request, candidates, inventory)
+                return None
         if version is None:
             served = self.served().groups.get(model.GROUP)
             detail = (f"it serves {model.GROUP} {', '.join(served)}" if served else f"{model.GROUP} is not served")
@@ -142,14 +177,40 @@ class LiveSource:
             return None
         return f"{model.GROUP}/{version}" if model.GROUP else version
 
-    @staticmethod
-    def _refused(request: ReadRequest, exc: ApiError, inventory: Inventory) -> None:
-        """A 403 or 404 makes the kind unread (a problem); anything else ends the command."""
+    def _refused(self, request: ReadRequest, exc: ApiError, inventory: Inventory) -> None:
+        """A 403 or 404 makes the kind unread (a problem); anything else ends the command. A 404
+        where the group version is served and does not list the kind is a kind this release does
+        not serve there (DeviceTaintRule in resource.k8s.io/v1 before 1.37): said as such."""
         if exc.status not in (403, 404):
             raise exc
+        model = request.model
+        if exc.status == 404 and model.GROUP:
+            version = self.served().choose(model.GROUP, model.VERSIONS)
+            listed = self._resources_of(f"{model.GROUP}/{version}")
+            if listed is not None and model.PLURAL not in listed:
+                self._not_served(request, [version], inventory)
+                return
         verb = "list" if exc.status == 403 else "find"
-        inventory.problem(f"cannot {verb} {request.resource}: {exc}", kind=request.model.KIND,
+        inventory.problem(f"cannot {verb} {request.resource}: {exc}", kind=model.KIND,
                           severity="error" if request.required else "warning")
+
+    @staticmethod
+    def _not_served(request: ReadRequest, versions: list[str], inventory: Inventory) -> None:
+        model = request.model
+        inventory.problem(f"cannot read {model.KIND} objects: this server serves {model.GROUP} {', '.join(versions)} "
+                          f"without {model.PLURAL}", kind=model.KIND,
+                          severity="error" if request.required else "warning", not_served=True)
+
+    def _resources_of(self, group_version: str) -> set[str] | None:
+        """The resources one group version lists (its discovery document, read once), None if unreadable."""
+        if group_version not in self._resources:
+            try:
+                doc = self.session.get(f"/apis/{group_version}")
+            except ApiError:
+                doc = None
+            self._resources[group_version] = {r.get("name") for r in doc.get("resources") or []
+                                              if isinstance(r, dict)} if isinstance(doc, dict) else None
+        return self._resources[group_version]
 
     def _parsed_pages(self, request: ReadRequest, api_version: str) -> Iterator[tuple[list, list[str]] | None]:
         """``(objects, problems)`` per page, parsed as the pages arrive (the next one is on its way

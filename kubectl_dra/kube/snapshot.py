@@ -345,6 +345,20 @@ class SnapshotSource:
                 loaded.problem(message, kind=model.KIND)
                 self._unread.append(Unread(where, frozenset({model.KIND})))
 
+    @staticmethod
+    def field_selectable(model, field: str) -> bool:
+        """Every field selector is matched here, whatever the release."""
+        return True
+
+    def server_version(self) -> tuple[str | None, str]:
+        """The API server's version the marker recorded when the snapshot was taken (``serverVersion``),
+        or None and why: a hand-made snapshot, or one taken before kubectl-dra recorded it."""
+        version = (self.about or {}).get("serverVersion")
+        if isinstance(version, str) and version:
+            return version, f"snapshot {describe(self.path)}: serverVersion in its marker"
+        why = "it has no marker (a hand-made snapshot)" if self.about is None else "its marker does not record it"
+        return None, f"snapshot {describe(self.path)}: {why}"
+
     def prime(self, requests: Iterable[ReadRequest]) -> list:
         """Nothing to ask for ahead: the files are read once, whole."""
         return []

@@ -40,6 +40,7 @@ class Inventory:
         self.document_files: dict[int, str] = {}  # id(document) -> the snapshot file it came from
         self.problems: list[Problem] = []
         self.read_kinds: set[str] = set()  # kinds that were actually read (even if empty)
+        self._said: set[tuple] = set()  # the problems recorded through problem()
         self._cache: dict[str, object] = {}  # derived indexes (see index), dropped whenever an object is added
 
     def add(self, obj: KubeObject | dict) -> None:
@@ -61,6 +62,10 @@ class Inventory:
 
     def problem(self, message: str, *, kind: str | None = None, severity: str = "error",
                 not_served: bool = False) -> None:
+        key = (message, kind, severity)
+        if key in self._said:  # a kind read twice (by two parts of one answer) is said once
+            return
+        self._said.add(key)
         self.problems.append(Problem(message=message, kind=kind, severity=severity, not_served=not_served))
 
     def objects(self) -> Iterable[KubeObject]:

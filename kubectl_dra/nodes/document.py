@@ -8,6 +8,7 @@ from pydantic import Field
 
 from kubectl_dra.document import Document, Finding, Part
 from kubectl_dra.model.karpenter import NodePool
+from kubectl_dra.versions import Versions
 
 
 class DeviceSummary(Part):
@@ -60,3 +61,4 @@ class NodeExplanation(Document):
     overlays: list[dict[str, Any]] = Field(default_factory=list)  # overlays matching its NodePool x type
     predicted_resource_slices: list[dict[str, Any]] = Field(default_factory=list)  # proposal
     findings: list[Finding] = Field(default_factory=list)
+    versions: Versions | None = None  # the releases the answer was modelled on and found (versions.py)

@@ -13,6 +13,7 @@ from kubectl_dra.document import Document, Finding, Part
 from kubectl_dra.model.claim import ResourceClaim
 from kubectl_dra.overlays.document import KarpenterLaunch
 from kubectl_dra.scheduling.document import Scheduling
+from kubectl_dra.versions import Versions
 
 
 class PodRef(Part):
@@ -62,3 +63,4 @@ class PodExplanation(Document):
     allocation: Allocation | None = None  # an unbound pod: what the allocator would do with its claims now
     scheduling: "Scheduling | None" = None  # an unbound pod: every filter the scheduler runs, node by node
     karpenter: "KarpenterLaunch | None" = None  # no node can take it: what Karpenter would launch
+    versions: Versions | None = None  # the releases the answer was modelled on and found (versions.py)

@@ -14,6 +14,7 @@ from kubectl_dra.model.pod import Pod
 from kubectl_dra.model.claim import ResourceClaim
 from kubectl_dra.taints.explain import claim_taints, health_findings
 from kubectl_dra.pods.document import CgroupsView, ClaimAmounts, PodExplanation, PodRef, SchedulerView
+from kubectl_dra.versions import KUBELET, SCHEDULER, Versions, known, minor_of, note
 
 
 def _amounts(entry: ClaimEntry, devices: list[str], kubelet: bool) -> ClaimAmounts:
@@ -229,3 +230,39 @@ def _device_findings(pod: Pod, inventory: Inventory) -> list[Finding]:
         out += [f for f in found if f.code != "DeviceUnhealthy"]
     out += health_findings([pod])
     return out
+
+
+def pod_versions(versions: Versions, pod: Pod, result: PodExplanation, options: NodeOptions) -> Versions:
+    """The releases this answer follows: for a pod on a node its kubelet's (the cgroup rules), for a
+    pod not bound the scheduler's (the API server's release); what was applied instead of 1.37's rule
+    and what is not claimed (docs/kubernetes/versions.md)."""
+    scheduling = result.scheduling
+    if scheduling is not None:
+        # start-up: pending - the scheduler's parts, for a pod not bound to a node
+        from kubectl_dra.scheduling.document import NotEvaluated
+        from kubectl_dra.scheduling.resources import is_extended_resource_name
+
+        release = versions.scheduler_minor()
+        if versions.api_server is not None and not known(release):
+            scheduling.not_evaluated.append(NotEvaluated(plugin="release", why=(
+                f"the API server runs {versions.api_server}, a release whose scheduler kubectl-dra does not model "
+                f"(1.34 to 1.37): its filters and words may differ")))
+            scheduling.message, scheduling.message_known = None, False
+        rules = {"NodeDeclaredFeatures", "DRA PostFilter"} if scheduling.message else {"NodeDeclaredFeatures"}
+        if any(is_extended_resource_name(name) for c in pod.all_containers() for name in c.resources.requests):
+            rules.add("DRAExtendedResource")
+        if any(v.persistent_volume_claim is not None or v.ephemeral is not None for v in pod.spec.volumes):
+            rules.add("VolumeLimitScaling")
+        note(versions, SCHEDULER, release, rules)
+        versions.not_known += [u.why for u in scheduling.not_evaluated
+                               if u.why.startswith("kube-scheduler 1.") and u.why not in versions.not_known]
+    if pod.node_name and options.kubelet_version:
+        rules = {"systemd quota"} if options.cgroup_driver == "systemd" else set()
+        if result.claims:
+            rules.add("DRA in cgroups")
+        if pod.spec.init_containers:
+            rules.add("limits declared")
+        if options.memory_qos != "off":
+            rules.add("Memory QoS")
+        note(versions, KUBELET, minor_of(options.kubelet_version), rules)
+    return versions

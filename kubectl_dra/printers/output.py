@@ -10,6 +10,7 @@ from pydantic import BaseModel
 from kubectl_dra.printers.options import OutputOptions
 from kubectl_dra.env import Environment
 from kubectl_dra.printers.documents import to_json, to_yaml
+from kubectl_dra.printers.versions import version_lines
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,8 @@ def emit(env: Environment, result: BaseModel, output: OutputOptions, *,
         env.write("".join(n + "\n" for n in names()))
     else:
         printed = text()
+        for line in version_lines(getattr(result, "versions", None)):  # once, before the view
+            env.error(line)
         if not isinstance(printed, Printed):
             env.write(printed)
             return

@@ -44,12 +44,17 @@ def scheduling_lines(scheduling: Scheduling | None, style: Style) -> list[str]:
     if scheduling is None:
         return []
     profile = "default profile" if scheduling.profile.startswith("the default profile") else scheduling.profile
-    lines = [f"{style('Scheduling', 'bold')} (every kube-scheduler v1.37.2 filter, {profile}; preemption not "
-             "evaluated)"]
+    lines = [f"{style('Scheduling', 'bold')} (every kube-scheduler {scheduling.release} filter, {profile}; preemption "
+             "not evaluated)"]
     if scheduling.message:
         lines.append(f"  scheduler: {style(scheduling.message, 'red')}")
     elif scheduling.error:
         lines.append(f"  scheduler: {style('fails with an error: ' + scheduling.error, 'red')}")
+    elif not scheduling.message_known and any(u.plugin in ("release", "DynamicResources") and
+                                              u.why.startswith(("kube-scheduler 1.", "the API server runs"))
+                                              for u in scheduling.not_evaluated):
+        lines.append("  scheduler: " + style(f"message not known: kube-scheduler {scheduling.release} may write it "
+                                             "otherwise (below)", "yellow"))
     elif not scheduling.message_known:
         lines.append("  scheduler: " + style("message not known: some nodes cannot be decided (below)", "yellow"))
     else:

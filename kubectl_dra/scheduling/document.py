@@ -7,6 +7,7 @@ import dataclasses
 from pydantic import Field
 
 from kubectl_dra.document import PART_CONFIG, Part, part
+from kubectl_dra.versions import MODELLED
 
 
 @dataclasses.dataclass(slots=True)
@@ -63,6 +64,7 @@ class Scheduling(Part):
     nodes: list[NodeScheduling] = Field(default_factory=list)
     not_evaluated: list[NotEvaluated] = Field(default_factory=list)
     profile: str = ""
+    release: str = MODELLED  # the kube-scheduler release whose filters and words these are
     nominated_node: str | None = None
     recorded: str | None = None  # the PodScheduled message the scheduler last wrote on the pod
     waiting: list[NotEvaluated] = Field(default_factory=list)  # why the scheduler does not try the pod yet

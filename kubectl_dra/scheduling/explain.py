@@ -18,7 +18,8 @@ from kubectl_dra.scheduling.cycle import Attempt, NodeVerdict, run
 from kubectl_dra.scheduling.framework import Cycle, NodeInfo, PodInfo
 from kubectl_dra.scheduling.profile import DEFAULT_SCHEDULER, Profile, default_profile
 from kubectl_dra.scheduling.document import NodeScheduling, NotEvaluated, PluginReasons, Scheduling
-from kubectl_dra.scheduling.extended import bind_errors, pod_demand
+from kubectl_dra.scheduling.extended import EXTENDED_SINCE, bind_errors, pod_demand
+from kubectl_dra.versions import MODELLED, MODELLED_MINOR, SCHEDULER, differences
 
 PREEMPTION = ("preemption is not evaluated: when the pod has a priority above pods on a node, the scheduler may "
               "evict them to make room (its message then goes on after \" preemption:\")")
@@ -45,12 +46,13 @@ def build_cycle(pod: Pod, inventory: Inventory, profile: Profile) -> Cycle:
     if "Namespace" in inventory.read_kinds:
         namespaces = {ns.name: dict(ns.metadata.labels) for ns in inventory.of_kind("Namespace")}
     return Cycle(pod=PodInfo(pod), nodes=list(nodes.values()), nominated=nominated, inventory=inventory,
-                 args=profile.args, namespaces=namespaces, bound=profile.search_bound())
+                 args=profile.args, namespaces=namespaces, bound=profile.search_bound(), release=profile.release)
 
 
 def explain_scheduling(pod: Pod, inventory: Inventory, profile: Profile | None = None) -> Scheduling:
     profile = profile or default_profile()
     result = Scheduling(profile=profile.source, nominated_node=pod.status.nominated_node_name or None,
+                        release=MODELLED if profile.release == MODELLED_MINOR else f"1.{profile.release}",
                         recorded=_recorded(pod))
     if pod.spec.scheduler_name != profile.name and not profile.source.startswith("profile "):
         result.not_evaluated.append(NotEvaluated(
@@ -84,11 +86,65 @@ def explain_scheduling(pod: Pod, inventory: Inventory, profile: Profile | None =
                 node.fits = None
                 node.undetermined = [NotEvaluated(plugin=u.plugin, why=u.why) for u in unknown_everywhere]
         result.feasible_nodes = []
+    _not_claimed(result, profile.release)
+    _post_filter_words(result, pod, inventory, profile.release)
     if pod.spec.scheduling_gates and result.message_known:
         result.message = GATED
     result.not_evaluated.append(NotEvaluated(plugin="DefaultPreemption", why=PREEMPTION))
     result.next_step = next_step(result)
     return result
+
+
+# what an older kube-scheduler says otherwise, found by the words 1.37 would write (rule -> those words)
+_OLDER_WORDS = {
+    "DRA filter timeout": ("timed out trying to allocate devices",),
+    "invalid pools": ("invalid resource pools were encountered",),
+    "claim owner": ("(Pod is not owner)", "is not in the same namespace as Pod"),
+    "allocator errors": ("CEL runtime error", "exceeds the claim limit"),
+}
+
+
+def _not_claimed(result: Scheduling, release: int) -> None:
+    """Where the scheduler of ``release`` decides or words this answer otherwise and its own rule is
+    not encoded (docs/kubernetes/versions.md §4.3): the nodes stay as 1.37 decides them, the message
+    is not claimed, and ``not_evaluated`` says which rule."""
+    texts = [result.error or "", result.possible_error or ""]
+    texts += [r for n in result.nodes for r in (*n.reasons, *(r for a in n.also for r in a.reasons))]
+    texts += [u.why for n in result.nodes for u in n.undetermined]
+    for difference in differences(SCHEDULER, release):
+        words = _OLDER_WORDS.get(difference.rule)
+        if difference.applied or not words or not any(w in t for w in words for t in texts):
+            continue
+        result.not_evaluated.append(NotEvaluated(plugin="DynamicResources", why=(
+            f"kube-scheduler 1.{release} differs here: {difference.text} ({difference.section}); what it writes "
+            f"is not known to this tool, which models {MODELLED}")))
+        result.message, result.message_known = None, False
+
+
+UNAVAILABLE = "resourceclaim not available on the node"  # dynamicresources.go: an allocated claim elsewhere
+
+
+def _post_filter_words(result: Scheduling, pod: Pod, inventory: Inventory, release: int) -> None:
+    """Before 1.37 DynamicResources' PostFilter gives a reason, which FitError.Error() adds after the
+    filters' (joined with the next PostFilter's by ", ", so it ends in "," before " preemption:"):
+    "no new claims to deallocate" for a pod without claims, "still not schedulable" when no claim of
+    its could be deallocated (dynamicresources.go PostFilter at v1.34.4 lines 1063-1117; the same at
+    v1.35.4 and v1.36.3). Where one could be (an allocated claim some node cannot use), the
+    scheduler deallocates it instead: not claimed here (docs/kubernetes/versions.md §4.3)."""
+    if release >= MODELLED_MINOR or not result.message or not result.message_known:
+        return
+    reasons = [r for n in result.nodes for r in (*n.reasons, *(r for a in n.also for r in a.reasons))]
+    demand = pod_demand(pod, inventory) if release >= EXTENDED_SINCE else None  # the claim for extended resources
+    extended = demand is not None and bool(demand.provided())
+    if UNAVAILABLE in reasons or (demand is not None and (demand.existing is not None or demand.undecided)):
+        result.not_evaluated.append(NotEvaluated(plugin="DynamicResources", why=(
+            f"kube-scheduler 1.{release} differs here: its DynamicResources PostFilter may deallocate a claim and "
+            "says so in the message (docs/kubernetes/versions.md §4.3); what it writes is not known to this "
+            f"tool, which models {MODELLED}")))
+        result.message, result.message_known = None, False
+        return
+    words = "still not schedulable" if pod.spec.resource_claims or extended else "no new claims to deallocate"
+    result.message = f"{result.message} {words},"
 
 
 def _bind_errors(result: Scheduling, pod: Pod, inventory: Inventory) -> None:

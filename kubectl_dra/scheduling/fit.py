@@ -30,7 +30,7 @@ import dataclasses
 from typing import Callable, Iterable
 
 from kubectl_dra.model.resource import DeviceClass
-from kubectl_dra.scheduling.extended import class_resolver
+from kubectl_dra.scheduling.extended import EXTENDED_SINCE, class_resolver
 from kubectl_dra.scheduling.framework import (UNRESOLVABLE, UNSCHEDULABLE, Cycle, Evidence, NodeInfo, Plugin,
                                               PreFilterResult, Resource, Status)
 from kubectl_dra.scheduling.resources import (CPU, DEVICE_CLASS_PREFIX, EPHEMERAL_STORAGE, MEMORY, PODS,
@@ -149,6 +149,8 @@ def _delegation(cycle: Cycle) -> Callable[[str], bool | str]:
     cache: dict[str, dict[str, bool | None] | None] = {}
 
     def delegated(name: str) -> bool | str:
+        if cycle.release < EXTENDED_SINCE:  # DRAExtendedResource alpha and off: the node's allocatable decides
+            return False
         if "map" not in cache:
             inv = cycle.inventory
             classes = inv.all(DeviceClass) if inv is not None else []

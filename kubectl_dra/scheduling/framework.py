@@ -19,6 +19,7 @@ from kubectl_dra.model.node import Node
 from kubectl_dra.model.pod import Pod
 from kubectl_dra.scheduling.document import Evidence
 from kubectl_dra.scheduling.resources import Resource, scheduler_requests, to_resource
+from kubectl_dra.versions import MODELLED_MINOR
 
 SUCCESS = "Success"
 UNSCHEDULABLE = "Unschedulable"
@@ -193,6 +194,7 @@ class Cycle:
     args: dict[str, dict] = field(default_factory=dict)  # plugin name -> its pluginConfig args
     namespaces: dict[str, dict[str, str]] | None = None  # namespace -> labels (None: not read)
     bound: Any = None  # kubectl_dra.allocation.bound.SearchBound: the profile's filterTimeout, shared
+    release: int = MODELLED_MINOR  # the scheduler's minor: its default gates (docs/kubernetes/versions.md §4)
 
     def node(self, name: str) -> NodeInfo | None:
         return self._by_name().get(name)

@@ -16,6 +16,7 @@ from typing import Any
 from kubectl_dra.allocation.bound import BoundError, SearchBound, filter_timeout
 from kubectl_dra.errors import InputError
 from kubectl_dra.scheduling.framework import Plugin
+from kubectl_dra.versions import MODELLED, MODELLED_MINOR, known
 
 DEFAULT_SCHEDULER = "default-scheduler"
 
@@ -27,6 +28,19 @@ DEFAULT_FILTERS = (
     "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "PodTopologySpread",
     "InterPodAffinity", "DynamicResources", "NodeDeclaredFeatures",
 )
+
+
+def default_filters(release: int = MODELLED_MINOR) -> tuple[str, ...]:
+    """The default profile's filter order at a release (docs/kubernetes/versions.md §4.1): before 1.37
+    NodeUnschedulable runs before NodeName; NodeDeclaredFeatures joins the profile in 1.36 (beta, on)."""
+    filters = list(DEFAULT_FILTERS)
+    if release < 37:
+        filters[0:2] = ["NodeUnschedulable", "NodeName"]
+    if release < 36:
+        filters.remove("NodeDeclaredFeatures")
+    return tuple(filters)
+
+
 # plugins of the default list that have no Filter or PreFilter (harmless to enable or disable)
 NO_FILTER = frozenset({"SchedulingGates", "PrioritySort", "DefaultPreemption", "NodeResourcesBalancedAllocation",
                        "ImageLocality", "DefaultBinder", "GangScheduling", "PodGroupPodsCount",
@@ -52,7 +66,8 @@ class Profile:
     filters: list[str] = field(default_factory=lambda: list(DEFAULT_FILTERS))
     args: dict[str, dict] = field(default_factory=dict)
     unmodelled: list[tuple[str, str]] = field(default_factory=list)  # (plugin or "extender", why)
-    source: str = "the default profile of kube-scheduler v1.37.2 (no --scheduler-config given)"
+    source: str = f"the default profile of kube-scheduler {MODELLED} (no --scheduler-config given)"
+    release: int = MODELLED_MINOR  # the scheduler's minor, whose default gates the filters follow
     _bound: SearchBound | None = field(default=None, repr=False)
 
     def search_bound(self) -> SearchBound:
@@ -89,21 +104,28 @@ def _plugin_class(module: str, name: str) -> type[Plugin] | None:
     return None
 
 
-def default_profile() -> Profile:
-    return Profile()
+def default_profile(release: int | None = None) -> Profile:
+    """kube-scheduler's default profile at ``release`` (a minor from 1.34 to 1.37; None or a release not
+    known: 1.37.2's, which the answer then says it could not claim)."""
+    if release is None or not known(release) or release == MODELLED_MINOR:
+        return Profile()
+    return Profile(filters=list(default_filters(release)), release=release,
+                   source=f"the default profile of kube-scheduler 1.{release} (no --scheduler-config given)")
 
 
-def from_documents(documents: list, scheduler_name: str, where: str) -> Profile:
+def from_documents(documents: list, scheduler_name: str, where: str, release: int | None = None) -> Profile:
     """The profile for ``scheduler_name`` in a file's documents (empty ones skipped), which must be
     exactly one KubeSchedulerConfiguration: with several, which one the scheduler runs is unknown."""
     documents = [d for d in documents if d is not None]
     if len(documents) != 1:
         raise ProfileError(f"{where}: expected one KubeSchedulerConfiguration document, found {len(documents)}")
-    return from_config(documents[0], scheduler_name, where)
+    return from_config(documents[0], scheduler_name, where, release)
 
 
-def from_config(config: Any, scheduler_name: str, where: str) -> Profile:
-    """The profile for ``scheduler_name`` in a KubeSchedulerConfiguration (``config``, parsed YAML)."""
+def from_config(config: Any, scheduler_name: str, where: str, release: int | None = None) -> Profile:
+    """The profile for ``scheduler_name`` in a KubeSchedulerConfiguration (``config``, parsed YAML), on
+    the default list of the scheduler's ``release`` (None, or one not known: 1.37's)."""
+    release = release if known(release) else MODELLED_MINOR
     if not isinstance(config, dict) or config.get("kind") != "KubeSchedulerConfiguration":
         raise ProfileError(f"{where}: not a KubeSchedulerConfiguration (kind is {_kind(config)})")
     version = str(config.get("apiVersion", ""))
@@ -113,7 +135,7 @@ def from_config(config: Any, scheduler_name: str, where: str) -> Profile:
     if not isinstance(profiles, list) or not all(isinstance(p, dict) for p in profiles):
         raise ProfileError(f"{where}: profiles must be a list of objects")
     chosen = next((p for p in profiles if (p.get("schedulerName") or DEFAULT_SCHEDULER) == scheduler_name), None)
-    profile = Profile(name=scheduler_name, source=f"profile {scheduler_name} of {where}")
+    profile = Profile(name=scheduler_name, source=f"profile {scheduler_name} of {where}", release=release)
     if chosen is None:
         profile.filters = []
         profile.unmodelled.append(("profile", f'{where} has no profile for schedulerName "{scheduler_name}": '
@@ -122,7 +144,7 @@ def from_config(config: Any, scheduler_name: str, where: str) -> Profile:
     plugins = chosen.get("plugins") or {}
     if not isinstance(plugins, dict):
         raise ProfileError(f"{where}: profiles[].plugins must be an object")
-    filters = list(DEFAULT_FILTERS)
+    filters = list(default_filters(release))
     for point in ("multiPoint", "preFilter", "filter"):
         filters = _merge(filters, plugins.get(point) or {}, point, where, profile)
     profile.filters = filters

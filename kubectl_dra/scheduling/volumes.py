@@ -31,7 +31,8 @@ ERR_REASON_RWOP_CONFLICT = ("node(s) unavailable due to PersistentVolumeClaim wi
 ERR_REASON_VOLUME_ZONE_CONFLICT = "node(s) had no available volume zone"
 # nodevolumelimits/csi.go
 ERR_REASON_MAX_VOLUME_COUNT = "node(s) exceed max volume count"
-# nodevolumelimits/csi.go (VolumeLimitScaling, on by default in v1.37)
+# nodevolumelimits/csi.go (VolumeLimitScaling, on by default from v1.37: docs/kubernetes/versions.md §4.2)
+LIMIT_SCALING_SINCE = 37
 ERR_DRIVER_NOT_INSTALLED = "{driver} CSI driver is not installed on the node"
 # volumebinding/binder.go
 ERR_REASON_BIND_CONFLICT = "node(s) didn't find available persistent volumes to bind"
@@ -688,7 +689,8 @@ class NodeVolumeLimits(Plugin):
         self._attachable(cycle, pod, csinode, True, new, [])
         if not new:
             return Status()
-        missing = sorted({d for d in new.values() if not self._driver_installed(cycle, d, csinode)})
+        missing = sorted({d for d in new.values() if not self._driver_installed(cycle, d, csinode)}) \
+            if cycle.release >= LIMIT_SCALING_SINCE else []
         if missing:
             message = ERR_DRIVER_NOT_INSTALLED.format(driver=missing[0])
             detail = f"CSIDriver {missing[0]} sets preventPodSchedulingIfMissing and the node's CSINode lacks it"

@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import Field
 
 from kubectl_dra.document import Document, Finding, part
+from kubectl_dra.versions import Versions
 
 Outcome = Literal["Evicted", "EvictionPending", "WouldEvict", "Tolerated", "BlocksNewAllocations", "Unknown"]
 
@@ -46,3 +47,4 @@ class TaintExplanation(Document):
     rule: str | None = None  # the rule evaluated with --dry-run
     devices: list[TaintedDevice] = Field(default_factory=list)
     findings: list[Finding] = Field(default_factory=list)
+    versions: Versions | None = None  # the releases the answer was modelled on and found (versions.py)

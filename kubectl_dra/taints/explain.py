@@ -30,6 +30,7 @@ from kubectl_dra.taints.rules import UnevaluatedRule, first_unknown, split_rules
 from kubectl_dra.taints.tolerations import tolerates
 from kubectl_dra.text import plural
 from kubectl_dra.taints.document import ConsumerOutcome, TaintExplanation, TaintView, TaintedDevice
+from kubectl_dra.versions import CONTROLLER_MANAGER, Versions, note
 
 Key = tuple[str, str, str]  # driver, pool, device
 
@@ -348,3 +349,10 @@ def claim_taints(claim: ResourceClaim, inventory: Inventory, now: datetime | Non
             if pod.claim_object_name(pc) == claim.name:
                 findings += health_findings([pod], pc.name)
     return mine, findings
+
+
+def taint_versions(versions: Versions) -> Versions:
+    """Which eviction controller the answer follows: before 1.36 kube-controller-manager evicts nothing
+    for device taints (DRADeviceTaints alpha and off: the API server keeps none either)."""
+    note(versions, CONTROLLER_MANAGER, versions.scheduler_minor())
+    return versions

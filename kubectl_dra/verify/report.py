@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import Field
 
 from kubectl_dra.document import API_VERSION, Document, Finding, Part, part
+from kubectl_dra.versions import Versions
 
 Verdict = Literal["Match", "Diverged", "Unknown"]
 Severity = Literal["error", "warning", "info"]
@@ -139,3 +140,4 @@ class VerifyResult(Document):
     kind: str = "NodeEnforcementReportList"
     items: list[NodeEnforcementReport] = []
     nodes_without_report: list[str] = []
+    versions: Versions | None = None  # the releases the answer was modelled on and found (versions.py)

@@ -22,7 +22,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from k8s_build import BIN, CACHE, KARPENTER_VERSION  # the one place paths are set
+from k8s_build import BIN, CACHE, K8S_VERSION, KARPENTER_VERSION, bin_of  # the one place paths are set
 BINARIES = ("etcd", "kube-apiserver", "kube-scheduler", "kube-controller-manager", "kubectl")
 KARPENTER_CRDS = CACHE / "crds" / f"karpenter-{KARPENTER_VERSION}"
 
@@ -93,6 +93,11 @@ class ControlPlane:
     url: str = ""
     gates: dict[str, str] = field(default_factory=dict)
     started_in: float = 0.0
+    # the skew tier (tests/skew): kube-apiserver, kube-scheduler and kube-controller-manager of this
+    # release (scripts/build-skew); etcd and kubectl stay 1.37.2's
+    version: str = K8S_VERSION
+    # the release's own defaults: no --feature-gates, no --runtime-config (what its users run)
+    defaults: bool = False
 
     # -- start and stop --------------------------------------------------------------------
 
@@ -153,7 +158,8 @@ class ControlPlane:
     def _spawn(self, name: str, args: list[str], append: bool = False) -> Process:
         log = self.workdir / f"{name}.log"
         handle = open(log, "ab" if append else "wb")
-        popen = subprocess.Popen([str(BIN / name), *args], stdout=handle, stderr=subprocess.STDOUT,
+        binary = BIN / name if name in ("etcd", "kubectl") else bin_of(self.version) / name
+        popen = subprocess.Popen([str(binary), *args], stdout=handle, stderr=subprocess.STDOUT,
                                  stdin=subprocess.DEVNULL, start_new_session=True)
         handle.close()
         proc = Process(name, popen, log)
@@ -200,7 +206,7 @@ class ControlPlane:
         (work / "audit-policy.yaml").write_text(
             "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\n"
             "rules:\n- level: Metadata\n")
-        self.gates = known_gates(BIN / "kube-apiserver")
+        self.gates = known_gates(bin_of(self.version) / "kube-apiserver")
         port = free_port()
         self.url = f"https://127.0.0.1:{port}"
         self.audit_log = work / "audit.log"
@@ -213,7 +219,8 @@ class ControlPlane:
             "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
             f"--service-cluster-ip-range={self.service_cidr}",
             *(() if self.service_accounts else ("--disable-admission-plugins=ServiceAccount",)),
-            f"--feature-gates={gate_flag(self.gates)}", f"--runtime-config={','.join(RUNTIME_CONFIG)}",
+            *(() if self.defaults else (f"--feature-gates={gate_flag(self.gates)}",
+                                        f"--runtime-config={','.join(RUNTIME_CONFIG)}")),
             f"--audit-policy-file={work / 'audit-policy.yaml'}", f"--audit-log-path={self.audit_log}",
             "--audit-log-format=json",
         ])
@@ -229,7 +236,8 @@ class ControlPlane:
         token = {"system:kube-scheduler": "kubectl-dra-scheduler-token",
                  "system:kube-controller-manager": "kubectl-dra-controller-manager-token"}[user]
         kubeconfig = self.kubeconfig(self.workdir / f"{name}.kubeconfig", token=token, user=user)
-        proc = self._spawn(name, [f"--kubeconfig={kubeconfig}", f"--feature-gates={gate_flag(self.gates)}", *extra])
+        gates = () if self.defaults else (f"--feature-gates={gate_flag(self.gates)}",)
+        proc = self._spawn(name, [f"--kubeconfig={kubeconfig}", *gates, *extra])
         if name == "kube-controller-manager":  # running controllers: the default ServiceAccount appears
             self._wait(proc, lambda: self._exists("/api/v1/namespaces/default/serviceaccounts/default"),
                        "the serviceaccount controller")

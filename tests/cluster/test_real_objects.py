@@ -119,7 +119,7 @@ COMMANDS = [
 
 
 def normalized(text: str) -> str:
-    text = re.sub(r'"(creationTimestamp|uid|resourceVersion)": "[^"]*"', r'"\1": "-"', text)
+    text = re.sub(r'"(creationTimestamp|uid|resourceVersion|apiServerSource)": "[^"]*"', r'"\1": "-"', text)
     return AGE.sub("<age>", text)
 
 

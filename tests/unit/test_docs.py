@@ -204,12 +204,13 @@ def documents() -> dict[str, type]:
     from kubectl_dra.taints.document import TaintExplanation
     from kubectl_dra.devices.document import DeviceAvailability
     from kubectl_dra.verify.report import NodeEnforcementReport, VerifyResult
+    from kubectl_dra.versions import Versions
 
     kinds = [ClaimList, ClaimExplanation, PodExplanation, NodeExplanation, OverlayExplanation, TaintExplanation,
              DeviceAvailability,
              NodeEnforcementReport, VerifyResult]
     return {**{k.model_fields["kind"].default: k for k in kinds},
-            "Finding": Finding, "Allocation": Allocation, "Scheduling": Scheduling}
+            "Finding": Finding, "Allocation": Allocation, "Scheduling": Scheduling, "Versions": Versions}
 
 
 def shape(model: type, shared: dict[str, type]) -> str:

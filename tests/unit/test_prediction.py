@@ -325,6 +325,33 @@ def test_limits_declared_container_by_container():
     assert pod_files(without)["cpu.max"] == "max 100000"
 
 
+@pytest.mark.parametrize("kubelet, cpu_max", [
+    ("v1.37.2", "max 100000"),  # setup's own limit is missing: no pod limit
+    ("v1.36.3", "200000 100000"),  # PodLimits hands setup the proxy's 1 CPU: max(app 1 + proxy 1, 0 + 1) = 2
+    ("v1.34.4", "200000 100000"),
+    (None, "max 100000"),  # a kubelet not known: 1.37's rule
+])
+def test_limits_declared_by_the_kubelets_release(kubelet, cpu_max):
+    """Kubelets up to 1.36 decide "limits declared" in PodLimits' container callback, which gives a
+    plain init container its limits plus the sidecars' started before it (component-helpers v0.36.3
+    resource/helpers.go AggregateContainerLimits; docs/kubernetes/versions.md §5)."""
+    after_sidecar = spec_pod([ctr("app", R("1", "1Gi"), R("1", "1Gi"))],
+                             init=[ctr("proxy", R("1", "1Gi"), R("1", "1Gi"), sidecar=True), ctr("setup", R("1", "1Gi"))])
+    assert pod_files(after_sidecar, kubelet_version=kubelet)["cpu.max"] == cpu_max
+    no_sidecar_limit = spec_pod([ctr("app", R("1", "1Gi"), R("1", "1Gi"))],
+                                init=[ctr("proxy", R("1", "1Gi"), sidecar=True), ctr("setup", R("1", "1Gi"))])
+    assert pod_files(no_sidecar_limit, kubelet_version=kubelet)["cpu.max"] == "max 100000"
+
+
+@pytest.mark.parametrize("kubelet, qos, factor", [
+    ("v1.37.2", "none", None), ("v1.36.3", "none", "0.9"), ("v1.36.3", "off", None), ("v1.34.4", "legacy", "0.9"),
+    ("v1.37.2", "legacy", "0.9"),
+])
+def test_the_throttling_factor_defaults_to_0_9_up_to_1_36(kubelet, qos, factor):
+    """defaults.go: memoryThrottlingFactor 0.9 in 1.34-1.36, no default in 1.37 (docs/kubernetes/versions.md §5)."""
+    assert NodeOptions(kubelet_version=kubelet, memory_qos=qos).throttling_factor == factor
+
+
 @pytest.mark.parametrize("qos,containers,plr", [
     ("BestEffort", [ctr("a")], None),
     ("Burstable", [ctr("a", R("1", None))], None),
