@@ -524,6 +524,58 @@ def up_to_preemption(message: str) -> str:
     return message if at < 0 else message[:at]
 
 
+def judge(mine, got: dict, said, *, unclaimed_ok: bool = False) -> tuple[list[str], str | None]:
+    """What is wrong with the explainer's answer (``mine``) about a pod the scheduler has decided
+    (``got``), and the scheduler's message up to " preemption:". A bound pod: no message, and its
+    node called fitting. An unschedulable one: the same message, no node called fitting, and
+    ``said()`` (what `explain pod` on the live pod says) the same too. ``unclaimed_ok``: an answer
+    that claims no message (``message_known`` false, a notEvaluated entry saying why) is right too."""
+    where = got["spec"].get("nodeName")
+    condition = scheduled_false(got) if not where else None
+    theirs = up_to_preemption(condition.get("message", "")) if condition else None
+    problems = []
+    undetermined = [n.node for n in mine.nodes if n.fits is None]
+    if undetermined and not mine.not_evaluated:
+        problems.append(f"nodes {undetermined} undetermined without a notEvaluated entry")
+    unclaimed = unclaimed_ok and not mine.message_known
+    if unclaimed and not mine.not_evaluated:
+        problems.append("no message claimed, and no notEvaluated entry says why")
+    fitting = [n.node for n in mine.nodes if n.fits]
+    if where:
+        if mine.message is not None:
+            problems.append(f"bound to {where}, but the explainer says {mine.message!r}")
+        if where not in fitting and not unclaimed:
+            verdict = next((f"{n.fits} {n.reasons}" for n in mine.nodes if n.node == where), "absent")
+            problems.append(f"bound to {where}, which the explainer calls {verdict}")
+        return problems, theirs
+    if condition.get("reason") != "Unschedulable":
+        problems.append(f"PodScheduled reason {condition.get('reason')}: {condition.get('message')}")
+    if mine.message != theirs and not unclaimed:
+        problems.append("messages differ")
+    if fitting and not unclaimed:
+        problems.append(f"the scheduler refused every node, the explainer calls {fitting} fitting")
+    told = said()
+    if told != (None if unclaimed else theirs):
+        problems.append(f"explain pod on the live pod says {told!r}")
+    return problems, theirs
+
+
+def cli_message(dra, name: str, kubeconfig: str, namespace: str) -> str | None:
+    """``scheduling.message`` of `kubectl dra explain pod` on the live pod."""
+    cli = dra("explain", "pod", name, "--kubeconfig", kubeconfig, "-n", namespace, "-o", "json")
+    try:
+        return cli.json()["scheduling"]["message"]
+    except (ValueError, KeyError, TypeError):
+        return f"(no scheduling.message: {cli!r})"
+
+
+def mismatch_report(mismatches: list[dict]) -> str:
+    return "\n\n".join(
+        f"seed {r['seed']} ({r['pod']}): {'; '.join(r['problems'])}\n  scheduler: {r['scheduler']}\n"
+        f"  explainer: {r['explainer']}\n  nodes: {r.get('nodes')}\n  notEvaluated: {r['not_evaluated']}"
+        for r in mismatches)
+
+
 def explain_before(plane, kubeconfig: str, pod: dict):
     """What the explainer says about ``pod`` as the server would create it, from a live read."""
     from kubectl_dra.scheduling.explain import explain_scheduling
@@ -570,40 +622,14 @@ def test_the_explainer_writes_the_schedulers_message(plane, dra, tmp_path, capsy
             load(plane, [pod])
             got = settle(plane, ns, name)
             where = got["spec"].get("nodeName")
-            condition = scheduled_false(got) if not where else None
-            theirs = up_to_preemption(condition.get("message", "")) if condition else None
-            problems = []
-            undetermined = [n.node for n in mine.nodes if n.fits is None]
-            counts["undetermined_nodes"] += len(undetermined)
-            if undetermined and not mine.not_evaluated:
-                problems.append(f"nodes {undetermined} undetermined without a notEvaluated entry")
-            fitting = [n.node for n in mine.nodes if n.fits]
-            if where:
-                counts["bound"] += 1
-                if mine.message is not None:
-                    problems.append(f"bound to {where}, but the explainer says {mine.message!r}")
-                if where not in fitting:
-                    verdict = next((f"{n.fits} {n.reasons}" for n in mine.nodes if n.node == where), "absent")
-                    problems.append(f"bound to {where}, which the explainer calls {verdict}")
-            else:
-                counts["unschedulable"] += 1
-                if condition.get("reason") != "Unschedulable":
-                    problems.append(f"PodScheduled reason {condition.get('reason')}: {condition.get('message')}")
-                if mine.message != theirs:
-                    problems.append("messages differ")
-                if fitting:
-                    problems.append(f"the scheduler refused every node, the explainer calls {fitting} fitting")
+            problems, theirs = judge(mine, got, lambda: cli_message(dra, name, kubeconfig, ns))
+            counts["undetermined_nodes"] += sum(1 for n in mine.nodes if n.fits is None)
+            counts["bound" if where else "unschedulable"] += 1
+            if not where:
                 for n in mine.nodes:
                     refusals[n.plugin] += 1
                     if n.plugin == "DynamicResources" and "Insufficient memory" in n.reasons:
                         refusals["DynamicResources: Insufficient memory (node-allocatable mapping)"] += 1
-                cli = dra("explain", "pod", name, "--kubeconfig", kubeconfig, "-n", ns, "-o", "json")
-                try:
-                    said = cli.json()["scheduling"]["message"]
-                except (ValueError, KeyError, TypeError):
-                    said = f"(no scheduling.message: {cli!r})"
-                if said != theirs:
-                    problems.append(f"explain pod on the live pod says {said!r}")
             record = {"seed": seed, "theme": world["theme"], "pod": f"{ns}/{name}",
                       "scheduler": theirs if not where else f"bound to {where}",
                       "explainer": mine.message, "match": not problems, "problems": problems,
@@ -621,10 +647,7 @@ def test_the_explainer_writes_the_schedulers_message(plane, dra, tmp_path, capsy
         print(f"  nodes refused, by plugin: {dict(sorted(refusals.items(), key=str))}")
         for r in records:
             print(f"  seed {r['seed']:>3} {r['theme']:<8} {'ok ' if r['match'] else 'BAD'} {r['scheduler']}")
-    assert not mismatches, "\n\n".join(
-        f"seed {r['seed']} ({r['pod']}): {'; '.join(r['problems'])}\n  scheduler: {r['scheduler']}\n"
-        f"  explainer: {r['explainer']}\n  nodes: {r['nodes']}\n  notEvaluated: {r['not_evaluated']}"
-        for r in mismatches)
+    assert not mismatches, mismatch_report(mismatches)
     if _seeds() == SEEDS:  # the listed seeds reach every filter, and mostly end Unschedulable
         assert counts["unschedulable"] >= 25 and counts["bound"] >= 3, counts
         assert all(refusals[p] >= 2 for p in COVERED), refusals

@@ -11,22 +11,10 @@ import pytest
 import yaml
 from controlplane import KARPENTER_CRDS
 from loader import load
-
-from kubectl_dra.kube.snapshot import read_documents, snapshot_files
+from snapshot_objects import EXAMPLE, raw_objects  # noqa: F401 - the cluster tier imports them from here
 
 ROOT = Path(__file__).resolve().parents[2]
-EXAMPLE = ROOT / "examples" / "cluster"
 FIXTURES = ROOT / "tests" / "fixtures" / "objects"
-
-
-def raw_objects(path: Path) -> list[dict]:
-    """Every API object in a snapshot directory, exactly as written (our own documents aside)."""
-    objects = []
-    for file in snapshot_files(path):
-        for doc in read_documents(file):
-            items = doc["items"] if doc.get("kind") == "List" else [doc]
-            objects += [o for o in items if isinstance(o, dict) and o.get("kind") != "InstanceTypeCatalog"]
-    return objects
 
 
 def crds() -> list[dict]:

@@ -5,28 +5,14 @@ check the same in tests/skew; this is where a server can say what no real one of
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-
-from kubectl_dra.kube.snapshot import read_documents, snapshot_files
-
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "cluster"
-
-
-def example_objects() -> list[dict]:
-    objects = []
-    for file in snapshot_files(EXAMPLE):
-        for doc in read_documents(file):
-            items = doc["items"] if doc.get("kind") == "List" else [doc]
-            objects += [o for o in items if isinstance(o, dict) and o.get("kind") != "InstanceTypeCatalog"]
-    return objects
+from snapshot_objects import EXAMPLE, raw_objects
 
 
 @pytest.fixture
 def cluster_at(make_apiserver, kubeconfig_for):
     def start(version: str):
-        server = make_apiserver(example_objects())
+        server = make_apiserver(raw_objects(EXAMPLE))
         server.server_version = {**server.server_version, "gitVersion": version,
                                  "minor": version.split(".")[1]}
         return server, str(kubeconfig_for(server, namespace="ml"))

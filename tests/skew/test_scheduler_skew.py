@@ -10,29 +10,25 @@ For each pending pod the explainer, on the default profile of the cluster's rele
 exactly the message that release's scheduler writes (up to " preemption:"), or says it cannot
 claim one (``messageKnown`` false, with a notEvaluated entry naming the rule that differs); a pod
 the scheduler binds is never called unschedulable, and the node it took is called fitting.
-``kubectl dra explain pod`` on the live pending pod says the same as the explainer.
+``kubectl dra explain pod`` on the live pending pod says the same as the explainer (the oracle's
+``judge``).
 """
 
 from __future__ import annotations
 
 import copy
-import os
 import time
 
 import pytest
-from clusterobjects import scheduled_false, settle, wait_for
+from clusterobjects import settle, wait_for
 from loader import load
-from test_pending_oracle import PREFIX, SEEDS, _delete, _items, scenario, up_to_preemption
+from test_pending_oracle import (PREFIX, SEEDS, _delete, _items, _seeds, cli_message, judge, mismatch_report,
+                                 scenario)
 from test_pending_oracle import clean_slate as _clean_slate
 
 from kubectl_dra.kube.options import KubeOptions
 from kubectl_dra.kube.sources import open_source
 from kubectl_dra.model.registry import parse_object
-
-def _seeds() -> list[int]:
-    chosen = os.environ.get("PENDING_ORACLE_SEEDS")
-    return [int(s) for s in chosen.split(",")] if chosen else SEEDS
-
 
 def without_templates(world: dict) -> tuple[list[dict], list[dict]]:
     """The pending pods naming claims instead of templates, and those claims (what the resourceclaim
@@ -116,32 +112,11 @@ def test_the_explainer_writes_the_older_schedulers_message(plane, dra, tmp_path,
             load(plane, [pod])
             got = settle(plane, ns, name)
             where = got["spec"].get("nodeName")
-            condition = scheduled_false(got) if not where else None
-            theirs = up_to_preemption(condition.get("message", "")) if condition else None
-            problems = []
-            fitting = [n.node for n in mine.nodes if n.fits]
-            if where:
-                counts["bound"] += 1
-                if mine.message is not None:
-                    problems.append(f"bound to {where}, but the explainer says {mine.message!r}")
-                if where not in fitting and mine.message_known:
-                    problems.append(f"bound to {where}, which the explainer does not call fitting")
-            else:
-                counts["unschedulable"] += 1
-                if not mine.message_known:
-                    counts["not claimed"] += 1
-                    if not mine.not_evaluated:
-                        problems.append("no message claimed, and no notEvaluated entry says why")
-                elif mine.message != theirs:
-                    problems.append("messages differ")
-                if fitting and mine.message_known:
-                    problems.append(f"the scheduler refused every node, the explainer calls {fitting} fitting")
-                cli = dra("explain", "pod", name, "--kubeconfig", kubeconfig, "-n", ns, "-o", "json")
-                said = cli.json()["scheduling"]
-                if (said["message"], said["messageKnown"]) != (mine.message, mine.message_known):
-                    problems.append(f"explain pod on the live pod says {said['message']!r}")
+            problems, theirs = judge(mine, got, lambda: cli_message(dra, name, kubeconfig, ns), unclaimed_ok=True)
+            counts["bound" if where else "unschedulable"] += 1
+            counts["not claimed"] += not where and not mine.message_known
             record = {"seed": seed, "pod": f"{ns}/{name}", "scheduler": theirs if not where else f"bound to {where}",
-                      "explainer": mine.message, "known": mine.message_known, "problems": problems,
+                      "explainer": mine.message, "problems": problems,
                       "not_evaluated": [(u.plugin, u.why) for u in mine.not_evaluated
                                         if u.plugin != "DefaultPreemption"]}
             records.append(record)
@@ -151,9 +126,6 @@ def test_the_explainer_writes_the_older_schedulers_message(plane, dra, tmp_path,
         print(f"\nscheduler {plane.version}: {len(records)} pending pods ({counts['unschedulable']} unschedulable, "
               f"{counts['bound']} bound, {counts['not claimed']} messages not claimed), "
               f"{len(records) - len(mismatches)} matched, {time.monotonic() - began:.0f}s")
-    assert not mismatches, "\n\n".join(
-        f"seed {r['seed']} ({r['pod']}): {'; '.join(r['problems'])}\n  scheduler: {r['scheduler']}\n"
-        f"  explainer: {r['explainer']} (known {r['known']})\n  notEvaluated: {r['not_evaluated']}"
-        for r in mismatches)
+    assert not mismatches, mismatch_report(mismatches)
     if _seeds() == SEEDS:  # most messages are claimed, and claimed right
         assert counts["unschedulable"] >= 25 and counts["not claimed"] <= counts["unschedulable"] // 4, counts
