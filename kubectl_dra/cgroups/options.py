@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from typing import Literal
 
 from pydantic import Field
@@ -140,7 +139,7 @@ def kubelet_dra_from_node(node) -> tuple[bool, str] | None:
     is on (KEP-5328; always reported from 1.37, where the gate is alpha and off by default). A 1.36
     kubelet accounts DRA for admission only."""
     features = node.status.declared_features
-    version = _minor(node.status.node_info.kubelet_version)
+    version = minor_of(node.status.node_info.kubelet_version)
     if features:
         on = DRA_FEATURE in features
         return on, f"node {node.name}: status.declaredFeatures {'lists' if on else 'lacks'} {DRA_FEATURE}"
@@ -150,11 +149,6 @@ def kubelet_dra_from_node(node) -> tuple[bool, str] | None:
         return False, (f"node {node.name}: kubelet {node.status.node_info.kubelet_version} declares no features, so not "
                        f"{DRA_FEATURE}")
     return None
-
-
-def _minor(version: str) -> int | None:
-    match = re.match(r"v?1\.(\d+)", version or "")
-    return int(match.group(1)) if match else None
 
 
 def option_key(name: str) -> str:

@@ -6,7 +6,6 @@ depends on the number of kinds, not on the size of the cluster.
 
 from __future__ import annotations
 
-import re
 from concurrent.futures import ThreadPoolExecutor
 from typing import Iterable, Iterator
 
@@ -19,6 +18,7 @@ from kubectl_dra.model.base import KubeObject
 from kubectl_dra.model.inventory import Inventory
 from kubectl_dra.model.registry import (invalid_field_problems, list_continue, list_resource_version, parse_object,
                                         parse_page)
+from kubectl_dra.versions import minor_of
 
 PAGE_SIZE = 500  # kubectl's --chunk-size default
 # field labels a list may select on only from a release on (the registry's GetAttrs of that release:
@@ -88,8 +88,8 @@ class LiveSource:
         since = SELECTABLE_SINCE.get((model.KIND, field))
         if since is None:
             return True
-        match = re.match(r"v1\.(\d+)\.", self.server_version()[0] or "")
-        return match is not None and int(match.group(1)) >= since
+        minor = minor_of(self.server_version()[0])
+        return minor is not None and minor >= since
 
     def served(self) -> ServedVersions:
         if self._served is None:

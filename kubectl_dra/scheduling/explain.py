@@ -108,8 +108,7 @@ def _not_claimed(result: Scheduling, release: int) -> None:
     """Where the scheduler of ``release`` decides or words this answer otherwise and its own rule is
     not encoded (docs/kubernetes/versions.md §4.3): the nodes stay as 1.37 decides them, the message
     is not claimed, and ``not_evaluated`` says which rule."""
-    texts = [result.error or "", result.possible_error or ""]
-    texts += [r for n in result.nodes for r in (*n.reasons, *(r for a in n.also for r in a.reasons))]
+    texts = [result.error or "", result.possible_error or "", *_reasons(result)]
     texts += [u.why for n in result.nodes for u in n.undetermined]
     for difference in differences(SCHEDULER, release):
         words = _OLDER_WORDS.get(difference.rule)
@@ -124,6 +123,11 @@ def _not_claimed(result: Scheduling, release: int) -> None:
 UNAVAILABLE = "resourceclaim not available on the node"  # dynamicresources.go: an allocated claim elsewhere
 
 
+def _reasons(result: Scheduling) -> list[str]:
+    """Every node's reasons, the later filters' that refuse it too included."""
+    return [r for n in result.nodes for r in (*n.reasons, *(r for a in n.also for r in a.reasons))]
+
+
 def _post_filter_words(result: Scheduling, pod: Pod, inventory: Inventory, release: int) -> None:
     """Before 1.37 DynamicResources' PostFilter gives a reason, which FitError.Error() adds after the
     filters' (joined with the next PostFilter's by ", ", so it ends in "," before " preemption:"):
@@ -133,7 +137,7 @@ def _post_filter_words(result: Scheduling, pod: Pod, inventory: Inventory, relea
     scheduler deallocates it instead: not claimed here (docs/kubernetes/versions.md §4.3)."""
     if release >= MODELLED_MINOR or not result.message or not result.message_known:
         return
-    reasons = [r for n in result.nodes for r in (*n.reasons, *(r for a in n.also for r in a.reasons))]
+    reasons = _reasons(result)
     demand = pod_demand(pod, inventory) if release >= EXTENDED_SINCE else None  # the claim for extended resources
     extended = demand is not None and bool(demand.provided())
     if UNAVAILABLE in reasons or (demand is not None and (demand.existing is not None or demand.undecided)):
