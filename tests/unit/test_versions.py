@@ -107,3 +107,55 @@ def test_the_skew_tier_builds_the_releases_it_runs():
     built = re.search(r"\$\{SKEW_VERSIONS:-([^}]*)\}", script).group(1).split()
     assert tuple(built) == SKEW_VERSIONS
     assert sorted(minor_of(v) for v in SKEW_VERSIONS) == [34, 35, 36]
+
+
+def _answer(*reasons: str, error: str | None = None):
+    from kubectl_dra.scheduling.document import NodeScheduling, Scheduling
+
+    nodes = [NodeScheduling(node=f"n{i}", fits=False, plugin="DynamicResources", reasons=[r])
+             for i, r in enumerate(reasons)]
+    return Scheduling(message=f"0/{len(nodes)} nodes are available: {len(nodes)} {reasons[0]}.", nodes=nodes,
+                      error=error)
+
+
+@pytest.mark.parametrize("reason, release, claimed", [
+    ("timed out trying to allocate devices", 35, False),  # an Unschedulable node there, an error from 1.36
+    ("timed out trying to allocate devices", 36, True),
+    ("invalid resource pools were encountered", 34, False), ("invalid resource pools were encountered", 35, True),
+    ("ResourceClaim ns/c was not created for Pod ns/p (Pod is not owner)", 35, False),
+    ("claim ns/c: selector #0 on device d: CEL runtime error: no such key: model", 36, False),
+    ("cannot allocate all claims", 34, True),  # the same words in every release
+])
+def test_an_older_schedulers_words_not_encoded_are_not_claimed(reason, release, claimed):
+    from kubectl_dra.scheduling.explain import _not_claimed
+
+    answer = _answer(reason)
+    message = answer.message
+    _not_claimed(answer, release)
+    assert (answer.message == message, answer.message_known) == (claimed, claimed)
+    assert bool(answer.not_evaluated) is not claimed
+    if not claimed:
+        assert answer.not_evaluated[0].why.startswith(f"kube-scheduler 1.{release} differs here: ")
+
+
+@pytest.mark.parametrize("claims, reasons, release, ends", [
+    ([], ["Insufficient cpu"], 34, " no new claims to deallocate,"),
+    (["c"], ["cannot allocate all claims"], 36, " still not schedulable,"),
+    (["c"], ["cannot allocate all claims"], 37, ""),  # 1.37's PostFilter gives no reason
+    (["c"], ["resourceclaim not available on the node"], 35, None),  # it could deallocate: not claimed
+])
+def test_the_older_postfilter_words(claims, reasons, release, ends):
+    """dynamicresources.go PostFilter at v1.34.4-v1.36.3: its reason goes into FitError's message."""
+    from kubectl_dra.model.inventory import Inventory
+    from kubectl_dra.model.registry import parse_object
+    from kubectl_dra.scheduling.explain import _post_filter_words
+
+    pod = parse_object({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ns", "uid": "u"},
+                        "spec": {"containers": [{"name": "c"}],
+                                 "resourceClaims": [{"name": n, "resourceClaimName": n} for n in claims]}})
+    answer = _answer(*reasons)
+    _post_filter_words(answer, pod, Inventory(), release)
+    if ends is None:
+        assert answer.message is None and not answer.message_known
+    else:
+        assert answer.message == f"0/1 nodes are available: 1 {reasons[0]}.{ends}"
