@@ -170,3 +170,11 @@ def note(versions: Versions, component: str, minor: int | None, rules: set[str] 
         target = versions.applied if d.applied else versions.not_known
         if line not in target:
             target.append(line)
+
+
+def kubelet_notes(versions: Versions) -> Versions:
+    """The kubelet rules a prediction of these nodes' cgroups followed (verify, the agent's scan):
+    each kubelet's differences from 1.37 are where a mismatch may come from."""
+    for version in versions.kubelets:
+        note(versions, KUBELET, minor_of(version), {"DRA in cgroups", "limits declared", "systemd quota"})
+    return versions

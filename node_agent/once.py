@@ -12,8 +12,10 @@ from kubectl_dra.printers.options import OutputOptions
 from kubectl_dra.printers.problems import problem_lines
 from kubectl_dra.printers.reports import unverified_pods
 from kubectl_dra.printers.verify import print_scan
+from kubectl_dra.printers.versions import version_lines
 from kubectl_dra.text import plural
 from kubectl_dra.verify.report import NodeEnforcementReport
+from kubectl_dra.versions import cluster_versions, kubelet_notes
 from node_agent.podresources import list_pod_resources
 
 
@@ -52,6 +54,10 @@ def run_scan_once(kube, node_flags: dict, node: str | None, host: HostPaths, out
     for severity, problem in result.problems:
         env.error(f"{severity}: {problem}")
     print_scan(env, report, output)
+    if output.format not in ("json", "yaml"):  # the kubelet's release, said as verify says it
+        kubelets = [n.status.node_info.kubelet_version for n in inventory.of_kind("Node") if n.name == name]
+        for line in version_lines(kubelet_notes(cluster_versions(*opened.source.server_version(), kubelets))):
+            env.error(line)
     if report.status.message:
         env.error(f"error: {report.status.message}")
     for line in problem_lines(inventory):

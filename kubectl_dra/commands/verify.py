@@ -17,8 +17,8 @@ from kubectl_dra.printers.verify import print_verify
 from kubectl_dra.text import plural
 from kubectl_dra.verify.report import NodeEnforcementReport
 from kubectl_dra.verify.result import (ambiguous_pod, exit_status, no_reports, pod_error, report_requests,
-                                       reports_to_show, scope, unknown_node, unverified_count, verify_result,
-                                       verify_versions)
+                                       reports_to_show, scope, unknown_node, unverified_count, verify_result)
+from kubectl_dra.versions import kubelet_notes
 
 
 def run(env: Environment, *, kube: KubeOptions, node_flags: dict, nodes: tuple[str, ...], selector: str | None,
@@ -35,7 +35,7 @@ def run(env: Environment, *, kube: KubeOptions, node_flags: dict, nodes: tuple[s
     _stop_on(env, inventory, pod_error(inventory, pod, namespace, nodes, all_namespaces=kube.all_namespaces,
                                        here=bool(cgroup_root)))
     result = verify_result(reports, inventory, namespace, pod, list(missing))
-    result.versions = verify_versions(read_versions(opened, inventory.of_kind("Node")), reports)
+    result.versions = kubelet_notes(read_versions(opened, inventory.of_kind("Node")))
     print_verify(env, result, output, missing)
     if output.format not in ("json", "yaml"):
         for report in reports:

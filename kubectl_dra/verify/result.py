@@ -14,7 +14,6 @@ from kubectl_dra.model.pod import Pod
 from kubectl_dra.model.registry import NodeEnforcementReportObject
 from kubectl_dra.verify.crosscheck import crosscheck, parse_report
 from kubectl_dra.verify.report import ClaimOnNode, NodeEnforcementReport, VerifyResult
-from kubectl_dra.versions import KUBELET, Versions, minor_of, note
 
 
 def scope(all_namespaces: bool, namespace: str | None, default_namespace: str | None,
@@ -178,10 +177,3 @@ def wanted_claim(claim: ClaimOnNode, namespace: str | None, pod: str | None) -> 
         return False
     return pod is None or any(ref.split("/", 1)[-1] == pod for ref in (*claim.pods, *claim.prepared_for))
 
-
-def verify_versions(versions: Versions, reports) -> Versions:
-    """The kubelet rules the agents' predictions followed: each report's node runs one of the kubelets
-    counted in ``versions``; their differences from 1.37 are what a mismatch may come from."""
-    for version in versions.kubelets:
-        note(versions, KUBELET, minor_of(version), {"DRA in cgroups", "limits declared", "systemd quota"})
-    return versions
