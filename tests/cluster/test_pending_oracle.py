@@ -569,6 +569,14 @@ def cli_message(dra, name: str, kubeconfig: str, namespace: str) -> str | None:
         return f"(no scheduling.message: {cli!r})"
 
 
+def record_of(seed: int, pod: str, mine, where: str | None, theirs: str | None, problems: list[str]) -> dict:
+    """One pending pod's line of the report: what the scheduler did, what the explainer said."""
+    return {"seed": seed, "pod": pod, "scheduler": theirs if not where else f"bound to {where}",
+            "explainer": mine.message, "match": not problems, "problems": problems,
+            "nodes": {n.node: (n.fits, n.reasons, [u.plugin for u in n.undetermined]) for n in mine.nodes},
+            "not_evaluated": [(u.plugin, u.why) for u in mine.not_evaluated if u.plugin != "DefaultPreemption"]}
+
+
 def mismatch_report(mismatches: list[dict]) -> str:
     return "\n\n".join(
         f"seed {r['seed']} ({r['pod']}): {'; '.join(r['problems'])}\n  scheduler: {r['scheduler']}\n"
@@ -630,12 +638,7 @@ def test_the_explainer_writes_the_schedulers_message(plane, dra, tmp_path, capsy
                     refusals[n.plugin] += 1
                     if n.plugin == "DynamicResources" and "Insufficient memory" in n.reasons:
                         refusals["DynamicResources: Insufficient memory (node-allocatable mapping)"] += 1
-            record = {"seed": seed, "theme": world["theme"], "pod": f"{ns}/{name}",
-                      "scheduler": theirs if not where else f"bound to {where}",
-                      "explainer": mine.message, "match": not problems, "problems": problems,
-                      "nodes": {n.node: (n.fits, n.reasons, [u.plugin for u in n.undetermined]) for n in mine.nodes},
-                      "not_evaluated": [(u.plugin, u.why) for u in mine.not_evaluated
-                                        if u.plugin != "DefaultPreemption"]}
+            record = {**record_of(seed, f"{ns}/{name}", mine, where, theirs, problems), "theme": world["theme"]}
             records.append(record)
             if problems:
                 mismatches.append(record)

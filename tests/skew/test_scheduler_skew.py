@@ -23,7 +23,7 @@ import pytest
 from clusterobjects import settle, wait_for
 from loader import load
 from test_pending_oracle import (PREFIX, SEEDS, _delete, _items, _seeds, cli_message, judge, mismatch_report,
-                                 scenario)
+                                 record_of, scenario)
 from test_pending_oracle import clean_slate as _clean_slate
 
 from kubectl_dra.kube.options import KubeOptions
@@ -115,10 +115,7 @@ def test_the_explainer_writes_the_older_schedulers_message(plane, dra, tmp_path,
             problems, theirs = judge(mine, got, lambda: cli_message(dra, name, kubeconfig, ns), unclaimed_ok=True)
             counts["bound" if where else "unschedulable"] += 1
             counts["not claimed"] += not where and not mine.message_known
-            record = {"seed": seed, "pod": f"{ns}/{name}", "scheduler": theirs if not where else f"bound to {where}",
-                      "explainer": mine.message, "problems": problems,
-                      "not_evaluated": [(u.plugin, u.why) for u in mine.not_evaluated
-                                        if u.plugin != "DefaultPreemption"]}
+            record = record_of(seed, f"{ns}/{name}", mine, where, theirs, problems)
             records.append(record)
             if problems:
                 mismatches.append(record)
