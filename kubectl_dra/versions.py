@@ -107,6 +107,12 @@ DIFFERENCES: tuple[Difference, ...] = (
 )
 
 
+def older(component: str, rule: str, minor: int | None) -> bool:
+    """Whether ``component`` of that minor runs the ``rule`` of DIFFERENCES otherwise than 1.37: the
+    one place each release boundary is written."""
+    return any(d.rule == rule for d in differences(component, minor))
+
+
 def differences(component: str, minor: int | None) -> list[Difference]:
     """What ``component`` of that minor does otherwise (none for 1.37 or a release not known)."""
     if not known(minor) or minor == MODELLED_MINOR:

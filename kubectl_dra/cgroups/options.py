@@ -10,7 +10,7 @@ from kubectl_dra.document import Part
 from kubectl_dra.duration import parse_ns
 from kubectl_dra.errors import InputError
 from kubectl_dra.quantity import Quantity
-from kubectl_dra.versions import MODELLED_MINOR, known, minor_of
+from kubectl_dra.versions import KUBELET, MODELLED_MINOR, known, minor_of, older
 
 GI, MI = 1 << 30, 1 << 20
 LEGACY_THROTTLING = "0.9"  # previousDefaultMemoryThrottlingFactor: the default up to 1.36 (defaults.go of 1.34-1.36)
@@ -52,7 +52,7 @@ class NodeOptions(Part):
         """The factor memory.high is computed with, or None when the kubelet sets no memory.high."""
         if self.memory_throttling_factor is not None:
             return self.memory_throttling_factor
-        if self.memory_qos == "legacy" or (self.memory_qos != "off" and self.kubelet_minor <= 36):
+        if self.memory_qos == "legacy" or (self.memory_qos != "off" and older(KUBELET, "Memory QoS", self.kubelet_minor)):
             return LEGACY_THROTTLING  # the kubelet's own default up to 1.36
         return None
 

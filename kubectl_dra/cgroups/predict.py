@@ -25,6 +25,7 @@ from kubectl_dra.cgroups.qos import pod_level_resources_set, qos_class
 from kubectl_dra.document import part
 from kubectl_dra.model.pod import Container, Pod
 from kubectl_dra.quantity import Quantity
+from kubectl_dra.versions import KUBELET, older
 
 UNLIMITED_POD_PERIOD = f.DEFAULT_PERIOD  # the kubelet writes no period: the kernel default shows
 
@@ -114,7 +115,7 @@ def limits_declared(pod: Pod, kubelet_minor: int = 37) -> tuple[bool, bool]:
     for i, container in enumerate(pod.all_containers()):
         limits = container.resources.limits
         has = {r: r in limits and not limits[r].is_zero() for r in ("cpu", "memory")}
-        if kubelet_minor <= 36 and i < inits:
+        if i < inits and older(KUBELET, "limits declared", kubelet_minor):
             if container.restart_policy == "Always":
                 sidecars = {r: sidecars[r] or has[r] for r in has}
                 has = dict(sidecars)

@@ -29,7 +29,7 @@ from kubectl_dra.printers.options import OutputOptions
 from kubectl_dra.printers.output import emit
 from kubectl_dra.printers.pods import pod_tree
 from kubectl_dra.printers.style import Style
-from kubectl_dra.versions import minor_of
+from kubectl_dra.versions import SCHEDULER, minor_of, older
 
 
 def run(env: Environment, *, kube: KubeOptions, output: OutputOptions, node_flags: dict, only_node: str | None,
@@ -128,7 +128,7 @@ def _why_pending(opened: Opened, pod: Pod, inventory: Inventory, result: PodExpl
     # start-up: pending - the scheduler's filters and the allocator load only for a pod not bound to a node
     from kubectl_dra.allocation.explain import allocation_findings, explain_allocation, pod_claims, wants_proposals
     from kubectl_dra.scheduling.explain import pod_scheduling
-    from kubectl_dra.scheduling.extended import EXTENDED_SINCE, claim_view, claims_on, pod_demand
+    from kubectl_dra.scheduling.extended import claim_view, claims_on, pod_demand
     from kubectl_dra.scheduling.profile import default_profile
     from kubectl_dra.scheduling.reads import scheduling_reads
 
@@ -138,7 +138,7 @@ def _why_pending(opened: Opened, pod: Pod, inventory: Inventory, result: PodExpl
     result.scheduling, unschedulable = pod_scheduling(pod, inventory, profile, only_node)
     result.findings[:0] = unschedulable
     demand = pod_demand(pod, inventory) if "DeviceClass" in inventory.read_kinds and "ResourceSlice" in \
-        inventory.read_kinds and profile.release >= EXTENDED_SINCE else None
+        inventory.read_kinds and not older(SCHEDULER, "DRAExtendedResource", profile.release) else None
     if not pod.spec.resource_claims and (demand is None or demand.undecided):
         return
     pending, allocated, problems = pod_claims(pod, inventory)

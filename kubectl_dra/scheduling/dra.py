@@ -24,12 +24,13 @@ from kubectl_dra.allocation.state import AllocatedState
 from kubectl_dra.model.claim import ResourceClaim, is_reserved_for_pod
 from kubectl_dra.model.resource import DeviceClass, ResourceSlice
 from kubectl_dra.pools.slices import slice_device
-from kubectl_dra.scheduling.extended import (EXTENDED_SINCE, SPECIAL_NAME, ExtendedDemand, ExtendedRequest, pod_demand,
+from kubectl_dra.scheduling.extended import (SPECIAL_NAME, ExtendedDemand, ExtendedRequest, pod_demand,
                                              is_dra_extended_resource_name, node_claim, on_node)
 from kubectl_dra.scheduling.fit import fits_resources, insufficient_status
 from kubectl_dra.scheduling.framework import Cycle, Evidence, NodeInfo, Plugin, PreFilterResult, Status
 from kubectl_dra.scheduling.resources import to_resource
 from kubectl_dra.taints.rules import RuleTaints
+from kubectl_dra.versions import SCHEDULER, older
 
 # the scheduler's words (dynamicresources.go, nodeallocatabledynamicresources.go at v1.37.2)
 NOT_AVAILABLE = "resourceclaim not available on the node"
@@ -185,7 +186,7 @@ def _extended(cycle: Cycle) -> tuple[ExtendedDemand | None, str | None]:
     """``preFilterExtendedResources``: the pod's extended resources a DeviceClass provides (none:
     the scheduler makes no claim for it), or why that cannot be told."""
     pod, inventory = cycle.pod.pod, cycle.inventory
-    if cycle.release < EXTENDED_SINCE:  # DRAExtendedResource off: the scheduler makes no claim for them
+    if older(SCHEDULER, "DRAExtendedResource", cycle.release):  # off: the scheduler makes no claim for them
         return None, None
     asks = [name for c in pod.all_containers() for name, q in c.resources.requests.items()
             if not q.is_zero() and is_dra_extended_resource_name(name)]

@@ -18,8 +18,8 @@ from kubectl_dra.scheduling.cycle import Attempt, NodeVerdict, run
 from kubectl_dra.scheduling.framework import Cycle, NodeInfo, PodInfo
 from kubectl_dra.scheduling.profile import DEFAULT_SCHEDULER, Profile, default_profile
 from kubectl_dra.scheduling.document import NodeScheduling, NotEvaluated, PluginReasons, Scheduling
-from kubectl_dra.scheduling.extended import EXTENDED_SINCE, bind_errors, pod_demand
-from kubectl_dra.versions import MODELLED, MODELLED_MINOR, SCHEDULER, differences
+from kubectl_dra.scheduling.extended import bind_errors, pod_demand
+from kubectl_dra.versions import MODELLED, MODELLED_MINOR, SCHEDULER, differences, older
 
 PREEMPTION = ("preemption is not evaluated: when the pod has a priority above pods on a node, the scheduler may "
               "evict them to make room (its message then goes on after \" preemption:\")")
@@ -135,10 +135,11 @@ def _post_filter_words(result: Scheduling, pod: Pod, inventory: Inventory, relea
     its could be deallocated (dynamicresources.go PostFilter at v1.34.4 lines 1063-1117; the same at
     v1.35.4 and v1.36.3). Where one could be (an allocated claim some node cannot use), the
     scheduler deallocates it instead: not claimed here (docs/kubernetes/versions.md §4.3)."""
-    if release >= MODELLED_MINOR or not result.message or not result.message_known:
+    if not older(SCHEDULER, "DRA PostFilter", release) or not result.message or not result.message_known:
         return
     reasons = _reasons(result)
-    demand = pod_demand(pod, inventory) if release >= EXTENDED_SINCE else None  # the claim for extended resources
+    # the claim for extended resources, which the scheduler makes only with DRAExtendedResource on
+    demand = None if older(SCHEDULER, "DRAExtendedResource", release) else pod_demand(pod, inventory)
     extended = demand is not None and bool(demand.provided())
     if UNAVAILABLE in reasons or (demand is not None and (demand.existing is not None or demand.undecided)):
         result.not_evaluated.append(NotEvaluated(plugin="DynamicResources", why=(

@@ -135,9 +135,6 @@ def extended_demand(pod: Pod, classes: Iterable[DeviceClass], claims: Iterable[R
     return demand
 
 
-EXTENDED_SINCE = 36  # DRAExtendedResource: alpha and off in 1.34 and 1.35 (docs/kubernetes/versions.md §4.2)
-
-
 def pod_demand(pod: Pod, inventory: Inventory) -> ExtendedDemand | None:
     """:func:`extended_demand` over the inventory, computed once for the pod however many steps ask
     (the filters, the bind check, the allocation); the earlier claim is looked for among the

@@ -30,12 +30,13 @@ import dataclasses
 from typing import Callable, Iterable
 
 from kubectl_dra.model.resource import DeviceClass
-from kubectl_dra.scheduling.extended import EXTENDED_SINCE, class_resolver
+from kubectl_dra.scheduling.extended import class_resolver
 from kubectl_dra.scheduling.framework import (UNRESOLVABLE, UNSCHEDULABLE, Cycle, Evidence, NodeInfo, Plugin,
                                               PreFilterResult, Resource, Status)
 from kubectl_dra.scheduling.resources import (CPU, DEVICE_CLASS_PREFIX, EPHEMERAL_STORAGE, MEMORY, PODS,
                                               IncomingRequest, format_amount, incoming_requests,
                                               is_extended_resource_name, is_hugepages, unreadable_resource_fields)
+from kubectl_dra.versions import SCHEDULER, older
 
 NAME = "NodeResourcesFit"
 
@@ -149,7 +150,7 @@ def _delegation(cycle: Cycle) -> Callable[[str], bool | str]:
     cache: dict[str, dict[str, bool | None] | None] = {}
 
     def delegated(name: str) -> bool | str:
-        if cycle.release < EXTENDED_SINCE:  # DRAExtendedResource alpha and off: the node's allocatable decides
+        if older(SCHEDULER, "DRAExtendedResource", cycle.release):  # off: the node's allocatable decides
             return False
         if "map" not in cache:
             inv = cycle.inventory

@@ -16,7 +16,7 @@ from typing import Any
 from kubectl_dra.allocation.bound import BoundError, SearchBound, filter_timeout
 from kubectl_dra.errors import InputError
 from kubectl_dra.scheduling.framework import Plugin
-from kubectl_dra.versions import MODELLED, MODELLED_MINOR, known
+from kubectl_dra.versions import MODELLED, MODELLED_MINOR, SCHEDULER, known, older
 
 DEFAULT_SCHEDULER = "default-scheduler"
 
@@ -34,9 +34,9 @@ def default_filters(release: int = MODELLED_MINOR) -> tuple[str, ...]:
     """The default profile's filter order at a release (docs/kubernetes/versions.md §4.1): before 1.37
     NodeUnschedulable runs before NodeName; NodeDeclaredFeatures joins the profile in 1.36 (beta, on)."""
     filters = list(DEFAULT_FILTERS)
-    if release < 37:
+    if older(SCHEDULER, "NodeName order", release):
         filters[0:2] = ["NodeUnschedulable", "NodeName"]
-    if release < 36:
+    if older(SCHEDULER, "NodeDeclaredFeatures", release):
         filters.remove("NodeDeclaredFeatures")
     return tuple(filters)
 

@@ -21,6 +21,7 @@ from kubectl_dra.model.storage import (IN_TREE_SOURCES, CSIDriver, CSINode, Pers
 from kubectl_dra.pools.nodeselector import NodeSelectorError, node_selector_matches
 from kubectl_dra.scheduling.framework import (UNRESOLVABLE, Cycle, Evidence, NodeInfo, Plugin, PodInfo,
                                               PreFilterResult, Status)
+from kubectl_dra.versions import SCHEDULER, older
 
 # volumerestrictions/volume_restrictions.go
 ERR_REASON_DISK_CONFLICT = "node(s) had no available disk"
@@ -32,7 +33,6 @@ ERR_REASON_VOLUME_ZONE_CONFLICT = "node(s) had no available volume zone"
 # nodevolumelimits/csi.go
 ERR_REASON_MAX_VOLUME_COUNT = "node(s) exceed max volume count"
 # nodevolumelimits/csi.go (VolumeLimitScaling, on by default from v1.37: docs/kubernetes/versions.md §4.2)
-LIMIT_SCALING_SINCE = 37
 ERR_DRIVER_NOT_INSTALLED = "{driver} CSI driver is not installed on the node"
 # volumebinding/binder.go
 ERR_REASON_BIND_CONFLICT = "node(s) didn't find available persistent volumes to bind"
@@ -690,7 +690,7 @@ class NodeVolumeLimits(Plugin):
         if not new:
             return Status()
         missing = sorted({d for d in new.values() if not self._driver_installed(cycle, d, csinode)}) \
-            if cycle.release >= LIMIT_SCALING_SINCE else []
+            if not older(SCHEDULER, "VolumeLimitScaling", cycle.release) else []
         if missing:
             message = ERR_DRIVER_NOT_INSTALLED.format(driver=missing[0])
             detail = f"CSIDriver {missing[0]} sets preventPodSchedulingIfMissing and the node's CSINode lacks it"
